@@ -1,0 +1,52 @@
+"""The key schema, in one place.
+
+Every key cronlock writes starts with the prefix (default ``cronlock``) and carries
+the user's key in a Redis Cluster hash tag ``{...}``, so all keys one script touches
+live on the same node.
+
+============================  ===========  ===========================================
+key                           type         holds / lifetime
+============================  ===========  ===========================================
+``P:lock:{K}``                string       the holder's token; PX = the lock's ttl
+``P:lockmeta:{K}``            hash         fence, holder, since; expires with the lock
+``P:queue:{K}``               zset         waiting acquirers, in arrival order
+``P:qexp:{K}``                zset         when each waiter's place lapses
+``P:wake:{K}:TOKEN``          list         wakes one waiter; short PX
+``P:job:{K}``                 hash         a job's claim state (see docs/how-it-works)
+============================  ===========  ===========================================
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+def tag(key: str) -> str:
+    """Wrap a user key in a hash tag."""
+    return "{" + key + "}"
+
+
+class LockKeys(NamedTuple):
+    """The keys of one lock."""
+
+    lock: str
+    meta: str
+    queue: str
+    queue_expiry: str
+    wake_prefix: str
+
+    @classmethod
+    def of(cls, prefix: str, key: str) -> LockKeys:
+        t = tag(key)
+        return cls(
+            lock=f"{prefix}:lock:{t}",
+            meta=f"{prefix}:lockmeta:{t}",
+            queue=f"{prefix}:queue:{t}",
+            queue_expiry=f"{prefix}:qexp:{t}",
+            wake_prefix=f"{prefix}:wake:{t}:",
+        )
+
+
+def job_key(prefix: str, key: str) -> str:
+    """The hash holding one job's claim state."""
+    return f"{prefix}:job:{tag(key)}"

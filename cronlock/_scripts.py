@@ -1,0 +1,74 @@
+"""Every Lua script cronlock runs, loaded from ``cronlock/scripts/*.lua``.
+
+Each ``.lua`` file starts with a header listing its KEYS, ARGV and reply. Scripts are
+run by SHA (``EVALSHA``); the source is sent only when the server answers NOSCRIPT
+(after ``SCRIPT FLUSH``, a restart or a failover), so a call costs one round trip.
+Keys and arguments always travel as KEYS/ARGV: nothing user-supplied is ever pasted
+into script text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Union
+
+from redis.exceptions import NoScriptError
+
+SCRIPTS_DIR = Path(__file__).with_name("scripts")
+
+Arg = Union[str, int, float, bytes]
+
+
+class Script:
+    """One Lua script, called by SHA with a transparent reload on NOSCRIPT."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.source = (SCRIPTS_DIR / f"{name}.lua").read_text(encoding="utf-8")
+        self.sha = hashlib.sha1(self.source.encode("utf-8")).hexdigest()
+
+    def __call__(self, client: Any, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """Run the script on ``client`` (a Redis or RedisCluster); one round trip."""
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            client.script_load(self.source)
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+
+    def queue(self, pipe: Any, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        """Add a call to a pipeline; run it with :func:`execute_pipeline`."""
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+
+    def __repr__(self) -> str:
+        return f"Script({self.name!r}, sha={self.sha[:10]})"
+
+
+def execute_pipeline(client: Any, pipe: Any, scripts: Sequence[Script]) -> list[Any]:
+    """Execute a pipeline of script calls, loading the scripts and retrying on NOSCRIPT.
+
+    NOSCRIPT fails every call of a pipeline alike (the script is either cached or not),
+    so nothing ran and re-executing the same commands is safe.
+    """
+    stack = list(pipe.command_stack)
+    try:
+        return list(pipe.execute())
+    except NoScriptError:
+        for script in {s.sha: s for s in scripts}.values():
+            client.script_load(script.source)
+        retry = client.pipeline(transaction=False)
+        retry.command_stack.extend(stack)
+        return list(retry.execute())
+
+
+def text(value: Any) -> str:
+    """A reply element as ``str``, whatever ``decode_responses`` is."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return str(value)
+
+
+def all_scripts() -> list[Script]:
+    """Every script shipped, for the test that loads each one into a real server."""
+    return [Script(p.stem) for p in sorted(SCRIPTS_DIR.glob("*.lua"))]

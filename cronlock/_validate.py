@@ -1,0 +1,81 @@
+"""Checks on user input, run before anything is sent to Redis.
+
+Each check raises :class:`~cronlock.errors.ConfigurationError` (or ``TypeError`` for a
+value of the wrong kind altogether) with a message that names the bad value.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any, Union
+
+import redis
+
+from cronlock.errors import ConfigurationError
+
+Seconds = Union[int, float, timedelta]
+
+MAX_KEY_LENGTH = 256
+# Braces would change which part of our key names Redis Cluster hashes (the hash tag),
+# so keys of one lock or job could land on different nodes.
+_FORBIDDEN_KEY_CHARS = frozenset("{}")
+
+
+def seconds_to_ms(value: Any, name: str, *, allow_zero: bool = False) -> int:
+    """Convert seconds (int, float or timedelta) to whole milliseconds, refusing nonsense.
+
+    Millisecond precision is kept: 0.25 s is 250 ms, not truncated to 0 s.
+    """
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be seconds as int, float or timedelta; got {value!r}")
+    else:
+        seconds = float(value)
+    if math.isnan(seconds) or math.isinf(seconds):
+        raise ConfigurationError(f"{name} must be a finite number of seconds; got {value!r}")
+    ms = round(seconds * 1000)
+    if ms < 0 or (ms == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0 (at least 1 ms)"
+        raise ConfigurationError(f"{name} must be {bound}; got {value!r}")
+    return ms
+
+
+def check_key(key: Any, name: str = "key") -> str:
+    """A lock or job key: a non-empty printable string of sane length, without braces."""
+    if not isinstance(key, str):
+        raise TypeError(f"{name} must be a str; got {key!r}")
+    if not key or key.strip() != key or not key.strip():
+        raise ConfigurationError(
+            f"{name} must be non-empty without leading or trailing spaces; got {key!r}"
+        )
+    if len(key) > MAX_KEY_LENGTH:
+        raise ConfigurationError(
+            f"{name} must be at most {MAX_KEY_LENGTH} characters; got {len(key)} "
+            f"characters starting {key[:40]!r}"
+        )
+    bad = sorted({c for c in key if c in _FORBIDDEN_KEY_CHARS or not c.isprintable()})
+    if bad:
+        raise ConfigurationError(
+            f"{name} {key!r} contains {', '.join(repr(c) for c in bad)}: braces and "
+            "control characters are not allowed (braces would break Redis Cluster hash tags)"
+        )
+    return key
+
+
+def check_prefix(prefix: Any) -> str:
+    """The namespace every cronlock key starts with."""
+    return check_key(prefix, "prefix")
+
+
+def check_client(client: Any) -> Any:
+    """A redis-py client: ``redis.Redis`` (plain, Sentinel master) or ``RedisCluster``."""
+    from redis.cluster import RedisCluster
+
+    if isinstance(client, (redis.Redis, RedisCluster)):
+        return client
+    raise TypeError(
+        "client must be a redis.Redis, a Sentinel master client or a redis.cluster.RedisCluster; "
+        f"got {client!r}"
+    )

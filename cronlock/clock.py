@@ -1,0 +1,123 @@
+"""The one source of time.
+
+cronlock reads wall time only to decide *which* slot is due; whether a lease is still
+valid is decided on Redis's clock (``TIME`` inside the scripts). Everything that needs
+the wall clock takes a :class:`Clock`, so tests can skew one replica or drive the
+scheduler step by step without patching :mod:`datetime`.
+
+A clock may be given as any object with ``time()`` and ``monotonic()`` methods, or as a
+bare callable returning epoch seconds (like :func:`time.time`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Protocol, Union, runtime_checkable
+
+from cronlock.errors import ConfigurationError
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What cronlock needs to know about time."""
+
+    def time(self) -> float:
+        """Wall-clock time in seconds since the Unix epoch."""
+
+    def monotonic(self) -> float:
+        """A clock that never goes backwards, for measuring durations."""
+
+
+ClockLike = Union[Clock, Callable[[], float], None]
+
+
+class SystemClock:
+    """The real clocks: :func:`time.time` and :func:`time.monotonic`."""
+
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+class OffsetClock(SystemClock):
+    """The system clock shifted by ``offset`` seconds: a replica whose clock is wrong."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = float(offset)
+
+    def time(self) -> float:
+        return time.time() + self.offset
+
+    def __repr__(self) -> str:
+        return f"OffsetClock({self.offset!r})"
+
+
+class CallableClock(SystemClock):
+    """Wraps a callable returning epoch seconds; durations still use the monotonic clock."""
+
+    def __init__(self, func: Callable[[], float]) -> None:
+        self.func = func
+
+    def time(self) -> float:
+        return float(self.func())
+
+    def __repr__(self) -> str:
+        return f"CallableClock({self.func!r})"
+
+
+class FakeClock:
+    """A clock that moves only when told to; for driving ``run_pending()`` in tests.
+
+    Example::
+
+        clock = FakeClock(1_700_000_000.0)
+        clock.advance(30)
+    """
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self._now = float(start)
+        self._mono = 0.0
+        self._lock = threading.Lock()
+
+    def time(self) -> float:
+        with self._lock:
+            return self._now
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return self._mono
+
+    def advance(self, seconds: float) -> None:
+        """Move both clocks forward by ``seconds``."""
+        if seconds < 0:
+            raise ValueError(f"FakeClock.advance needs seconds >= 0, got {seconds!r}")
+        with self._lock:
+            self._now += seconds
+            self._mono += seconds
+
+    def set(self, epoch_seconds: float) -> None:
+        """Jump the wall clock (forwards or backwards); the monotonic clock is untouched."""
+        with self._lock:
+            self._now = float(epoch_seconds)
+
+    def __repr__(self) -> str:
+        return f"FakeClock({self._now!r})"
+
+
+def as_clock(clock: ClockLike) -> Clock:
+    """Accept a :class:`Clock`, a callable returning epoch seconds, or ``None`` (system)."""
+    if clock is None:
+        return SystemClock()
+    if isinstance(clock, Clock):
+        return clock
+    if callable(clock):
+        return CallableClock(clock)
+    raise ConfigurationError(
+        f"clock must be a Clock, a callable returning epoch seconds, or None; got {clock!r}"
+    )

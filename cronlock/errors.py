@@ -1,0 +1,48 @@
+"""Every exception cronlock raises, in one tree.
+
+::
+
+    CronlockError
+    ├── ConfigurationError (also ValueError)   bad input, refused before Redis is touched
+    ├── LockNotAcquired                        someone else holds the lock (or the wait ran out)
+    ├── LockLost                               a held lock expired or was taken by someone else
+    ├── JobCancelled                           raised by ``ctx.check()`` once a run is cancelled
+    └── CorruptStateError                      a cronlock key holds data that is not ours
+
+Errors from Redis itself (``redis.ConnectionError``, ``redis.TimeoutError``, ...) are
+not wrapped: the caller already knows them, and wrapping would hide the cause.
+"""
+
+from __future__ import annotations
+
+
+class CronlockError(Exception):
+    """Root of every exception raised by cronlock."""
+
+
+class ConfigurationError(CronlockError, ValueError):
+    """A value given to cronlock is not acceptable; the message names it."""
+
+
+class LockNotAcquired(CronlockError):
+    """The lock is held by someone else, and waiting (if any) did not get it."""
+
+    def __init__(self, key: str, message: str | None = None) -> None:
+        self.key = key
+        super().__init__(message or f"lock {key!r} is held by another owner")
+
+
+class LockLost(CronlockError):
+    """A lock this process held is no longer ours: it expired or another owner took it."""
+
+    def __init__(self, key: str, message: str | None = None) -> None:
+        self.key = key
+        super().__init__(message or f"lock {key!r} was lost (expired or taken by another owner)")
+
+
+class JobCancelled(CronlockError):
+    """The run was cancelled: its lease was lost or the runner is stopping."""
+
+
+class CorruptStateError(CronlockError):
+    """A cronlock key in Redis holds data cronlock did not write (wrong type or fields)."""

@@ -1,0 +1,32 @@
+"""Helpers for testing code that uses cronlock, against real servers.
+
+* :class:`RedisServer` starts a private server on a free loopback port (no Redis
+  installation needed with the ``embedded`` extra).
+* :class:`FakeClock` and :class:`OffsetClock` stand in for wall time.
+* :func:`wait_until` polls a condition with a deadline, instead of a bare sleep.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from cronlock._server import RedisServer, find_server_binary, free_port
+from cronlock.clock import FakeClock, OffsetClock
+
+__all__ = ["FakeClock", "OffsetClock", "RedisServer", "find_server_binary", "free_port", "wait_until"]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+    """Poll ``predicate`` until it returns something truthy and return that.
+
+    Raises ``AssertionError`` after ``timeout`` seconds, naming the predicate.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s: {predicate!r}")
+        time.sleep(interval)
