@@ -8,10 +8,10 @@ live on the same node.
 key                           type         holds / lifetime
 ============================  ===========  ===========================================
 ``P:lock:{K}``                string       the holder's token; PX = the lock's ttl
-``P:lockmeta:{K}``            hash         fence, holder, since; expires with the lock
-``P:queue:{K}``               zset         waiting acquirers, in arrival order
-``P:qexp:{K}``                zset         when each waiter's place lapses
-``P:wake:{K}:TOKEN``          list         wakes one waiter; short PX
+``P:lockmeta:{K}``            hash         fence, holder, since, token; PX = ttl + 60 s
+``P:queue:{K}``               zset         waiting acquirers by arrival (us); PX 2x place
+``P:qexp:{K}``                zset         when each waiter's place lapses (ms); same PX
+``P:wake:{K}:TOKEN``          list         wakes one waiter; PX 5 s
 ``P:job:{K}``                 hash         a job's claim state (see docs/how-it-works)
 ============================  ===========  ===========================================
 """
@@ -45,6 +45,10 @@ class LockKeys(NamedTuple):
             queue_expiry=f"{prefix}:qexp:{t}",
             wake_prefix=f"{prefix}:wake:{t}:",
         )
+
+    def wake(self, token: str) -> str:
+        """The list that wakes the waiter holding ``token`` (same hash tag as the lock)."""
+        return self.wake_prefix + token
 
 
 def job_key(prefix: str, key: str) -> str:

@@ -1,0 +1,408 @@
+"""The lock primitive: one holder per key at a time, across processes and machines.
+
+Guarantees:
+
+* **Mutual exclusion while the lease is valid.** Acquire is one Lua script (``SET NX PX``
+  plus a fencing token); release is compare-and-delete by a random token, so a holder
+  whose lease lapsed can never delete its successor's key.
+* **Fencing tokens** strictly increase for every successful acquire of one key. Pass
+  them to the resource you protect: it is what stops a holder that was frozen past its
+  lease (GC pause, SIGSTOP, a lost network) from acting on stale authority.
+* **Loud loss.** A lock that expired or was taken is reported through ``lock.lost``
+  (a :class:`threading.Event`), the ``on_lost`` callback, a WARNING log,
+  :meth:`RedisLock.check`, and :class:`~cronlock.errors.LockLost` raised when the
+  ``with`` block exits (unless the block itself raised: that exception wins).
+* **Fail closed.** If Redis cannot be reached while acquiring, redis-py's error
+  propagates; nothing is ever reported as acquired without the server's word.
+
+Limits: the lease is measured on Redis's clock, the handle's :meth:`~RedisLock.remaining`
+on this process's monotonic clock minus a drift margin; neither protects against a
+Redis failover that loses the key (use fencing tokens for that). Fencing tokens survive
+the lock by 60 s in Redis and are then continued from Redis's ``TIME`` in microseconds,
+so they keep increasing as long as the server's clock does not step back.
+
+A race that compare-and-delete prevents, as a timeline::
+
+    1. A acquires (token a, ttl 10 s), then freezes for 12 s.
+    2. The key expires; B acquires (token b).
+    3. A wakes and releases: the script sees b != a and deletes nothing (reply 0),
+       A's handle reports the lock lost, and B keeps its lock.
+
+Example::
+
+    with redis_lock(client, "billing:close-month", ttl=30, wait=5) as lock:
+        write_invoices(fence=lock.fencing_token)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import Any, Callable, Optional
+
+from redis.exceptions import RedisError
+
+from cronlock._keys import LockKeys
+from cronlock._lockinfo import LockInfo, inspect
+from cronlock._lockrenew import Renewal
+from cronlock._lockwait import leave_queue, wait_block_seconds
+from cronlock._renewer import get_renewer
+from cronlock._scripts import Script, text
+from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
+from cronlock.errors import LockLost, LockNotAcquired
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LockInfo", "RedisLock", "inspect", "redis_lock"]
+
+_ACQUIRE = Script("lock_acquire")
+_RELEASE = Script("lock_release")
+_EXTEND = Script("lock_extend")
+
+#: How long the meta hash (and so the stored fencing token) outlives the lock.
+FENCE_GRACE_MS = 60_000
+#: A waiter's place in the queue lapses this long after its last attempt.
+PLACE_MS = 2_000
+#: Lifetime of a wake-up signal nobody popped.
+WAKE_TTL_MS = 5_000
+#: Clock drift allowed for in :meth:`RedisLock.remaining`: 1 % of the ttl plus 2 ms.
+DRIFT_FACTOR = 0.01
+DRIFT_MIN = 0.002
+
+_HOST = socket.gethostname()
+_UNSET: Any = object()
+
+OnLost = Callable[["RedisLock"], Any]
+
+
+def _drift(ttl: float) -> float:
+    return ttl * DRIFT_FACTOR + DRIFT_MIN
+
+
+class RedisLock:
+    """A lease on ``key``, held by at most one owner at a time while it is valid.
+
+    Use it as a context manager (``with RedisLock(...) as lock:``, or through
+    :func:`redis_lock`), or call :meth:`acquire` and :meth:`release` yourself. One
+    handle holds the lock at most once at a time; it may be re-acquired after release,
+    each time with a new token.
+
+    Args:
+        client: a ``redis.Redis`` (either ``decode_responses``) or ``RedisCluster``.
+        key: the lock's name: 1-256 printable characters, no braces.
+        ttl: the lease, in seconds (int, float or timedelta; millisecond precision).
+        wait: ``None`` (default): raise :class:`LockNotAcquired` at once when the lock
+            is held. Seconds: wait up to that long, in a first-come first-served queue;
+            the release wakes the first waiter at once.
+        renew: extend the lease every ``ttl / 3`` from the process's one renewal thread
+            while the lock is held.
+        max_hold: with ``renew``, stop renewing so that the lease ends this many seconds
+            after acquiring (the lock is then reported lost if still held).
+        prefix: namespace of the Redis keys.
+        on_lost: called with this handle (from the renewal thread, or from the thread
+            that releases) the first time the lock is found lost. Exceptions it raises
+            are logged, not propagated.
+
+    Thread safety: any thread may release, extend or check a handle; the token lives
+    on the handle, not in thread-local storage. Fork safety: a handle acquired in one
+    process is never released, renewed or extended from a forked child; the child's
+    attempts are logged and ignored.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        ttl: Seconds,
+        *,
+        wait: Optional[Seconds] = None,
+        renew: bool = False,
+        max_hold: Optional[Seconds] = None,
+        prefix: str = "cronlock",
+        on_lost: Optional[OnLost] = None,
+    ) -> None:
+        self.key = check_key(key)
+        self.prefix = check_prefix(prefix)
+        self._ttl_ms = seconds_to_ms(ttl, "ttl")
+        self._wait_ms = _check_wait(wait)
+        if not isinstance(renew, bool):
+            raise TypeError(f"renew must be True or False; got {renew!r}")
+        self._max_hold = None if max_hold is None else seconds_to_ms(max_hold, "max_hold") / 1000
+        if on_lost is not None and not callable(on_lost):
+            raise TypeError(f"on_lost must be callable or None; got {on_lost!r}")
+        self._client = check_client(client)
+        self._renew = renew
+        self._on_lost = on_lost
+        self._keys = LockKeys.of(self.prefix, self.key)
+        #: Set (never cleared while held) once the lock is found expired or taken.
+        self.lost = threading.Event()
+        #: The random token of the current (or last) hold; "" before the first acquire.
+        self.token = ""
+        #: The fencing token of the current (or last) hold; 0 before the first acquire.
+        self.fencing_token = 0
+        self._state = threading.Lock()
+        self._held = False
+        self._releasing = False
+        self._generation = 0
+        self._pid = 0
+        self._acquired_at = 0.0
+        self._valid_until = 0.0
+
+    # -- acquiring -------------------------------------------------------------------
+
+    def acquire(self, *, wait: Optional[Seconds] = _UNSET) -> RedisLock:
+        """Take the lock, or raise :class:`LockNotAcquired`; returns this handle.
+
+        Args:
+            wait: overrides the handle's ``wait`` for this call (``None``: do not wait).
+
+        Raises:
+            LockNotAcquired: held elsewhere (and, with ``wait``, not freed in time).
+            redis.RedisError: Redis could not be asked; nothing is held (fail closed).
+            RuntimeError: this handle already holds the lock.
+        """
+        wait_ms = self._wait_ms if wait is _UNSET else _check_wait(wait)
+        with self._state:
+            if self._held:
+                raise RuntimeError(f"lock {self.key!r} is already held by this handle")
+            token = secrets.token_hex(16)
+        keys = self._keys
+        script_keys = [keys.lock, keys.meta, keys.queue, keys.queue_expiry, keys.wake(token)]
+        holder = f"{_HOST}:{os.getpid()}"
+        place_ms = PLACE_MS if wait_ms else 0
+        deadline = time.monotonic() + (wait_ms or 0) / 1000
+        arrival = ""
+        try:
+            while True:
+                sent = time.monotonic()
+                reply = _ACQUIRE(
+                    self._client,
+                    script_keys,
+                    [token, self._ttl_ms, holder, FENCE_GRACE_MS, place_ms, arrival],
+                )
+                if int(reply[0]) == 1:
+                    self._won(token, int(reply[1]), sent)
+                    return self
+                if not place_ms:
+                    logger.debug("cronlock: lock %r is held elsewhere", self.key)
+                    raise LockNotAcquired(self.key)
+                arrival = text(reply[2])
+                block = wait_block_seconds(self._client, deadline, int(reply[1]))
+                if block is None:
+                    raise LockNotAcquired(
+                        self.key,
+                        f"lock {self.key!r} not acquired within {(wait_ms or 0) / 1000:g} s",
+                    )
+                self._client.blpop([keys.wake(token)], timeout=block)
+        except BaseException:
+            if place_ms:
+                leave_queue(self._client, keys, token, WAKE_TTL_MS)
+            raise
+
+    def _won(self, token: str, fence: int, sent: float) -> None:
+        ttl = self._ttl_ms / 1000
+        with self._state:
+            self.token = token
+            self.fencing_token = fence
+            self.lost.clear()
+            self._held = True
+            self._releasing = False
+            self._generation += 1
+            self._pid = os.getpid()
+            self._acquired_at = sent
+            self._valid_until = sent + ttl - _drift(ttl)
+            generation = self._generation
+        logger.debug("cronlock: acquired lock %r (fencing token %d)", self.key, fence)
+        if self._renew:
+            get_renewer().schedule(Renewal(self, generation), sent + ttl / 3)
+
+    # -- while held ------------------------------------------------------------------
+
+    @property
+    def ttl(self) -> float:
+        """The lease length in seconds."""
+        return self._ttl_ms / 1000
+
+    @property
+    def held(self) -> bool:
+        """True from a successful acquire until release or loss (no Redis call)."""
+        return self._held and not self.lost.is_set()
+
+    def remaining(self) -> float:
+        """Seconds the lease is certainly still valid, by this process's monotonic clock.
+
+        It is ttl minus the time since the acquire (or last extend) was *sent*, minus a
+        drift margin (1 % of the ttl + 2 ms); 0.0 when not held or lost. No Redis call.
+        """
+        if not self.held:
+            return 0.0
+        return max(0.0, self._valid_until - time.monotonic())
+
+    def check(self) -> None:
+        """Raise :class:`LockLost` unless the lock is held with some lease left.
+
+        Cheap (no Redis call): it reads ``lost`` and :meth:`remaining`.
+        """
+        if not self.held:
+            raise LockLost(self.key, f"lock {self.key!r} is not held")
+        if self.remaining() <= 0:
+            self._mark_lost("its lease ran out")
+            raise LockLost(self.key)
+
+    def extend(self, ttl: Optional[Seconds] = None) -> None:
+        """Make the lease last ``ttl`` seconds (default: the lock's ttl) from now.
+
+        One round trip (compare-and-``PEXPIRE`` by token).
+
+        Raises:
+            LockLost: the lock is no longer ours (it is then marked lost).
+            redis.RedisError: Redis could not be asked; the lease is unchanged.
+        """
+        ttl_ms = self._ttl_ms if ttl is None else seconds_to_ms(ttl, "ttl")
+        with self._state:
+            if not self._held or self._pid != os.getpid():
+                raise LockLost(self.key, f"lock {self.key!r} is not held by this process")
+            token = self.token
+        if not self._extend(token, ttl_ms):
+            self._mark_lost("extend found another owner or no key")
+            raise LockLost(self.key)
+
+    def _extend(self, token: str, ttl_ms: int) -> bool:
+        sent = time.monotonic()
+        keys = self._keys
+        ok = _EXTEND(self._client, [keys.lock, keys.meta], [token, ttl_ms, FENCE_GRACE_MS])
+        if int(ok) == 1:
+            with self._state:
+                if self.token == token:
+                    self._valid_until = sent + ttl_ms / 1000 - _drift(ttl_ms / 1000)
+            return True
+        return False
+
+    def _mark_lost(self, reason: str) -> None:
+        with self._state:
+            if self.lost.is_set():
+                return
+            self.lost.set()
+        logger.warning(
+            "cronlock: lock %r lost: %s (fencing token %d)", self.key, reason, self.fencing_token
+        )
+        if self._on_lost is not None:
+            try:
+                self._on_lost(self)
+            except Exception:
+                logger.exception("cronlock: on_lost callback for lock %r raised", self.key)
+
+    # -- releasing -------------------------------------------------------------------
+
+    def release(self) -> bool:
+        """Give the lock up; True if it was still ours, False otherwise.
+
+        One round trip (compare-and-delete by token), which also wakes the first waiter.
+        Never deletes another holder's key. If the lock turns out to have been lost, it
+        is marked lost (WARNING log, ``on_lost``). Releasing a handle that is not held,
+        or from a process other than the one that acquired it (a forked child), sends
+        nothing and returns False.
+        """
+        owned = self._release()
+        return bool(owned)
+
+    def _release(self) -> Optional[bool]:
+        with self._state:
+            if not self._held:
+                return None
+            if self._pid != os.getpid():
+                logger.warning(
+                    "cronlock: lock %r was acquired by pid %d; not released from pid %d",
+                    self.key,
+                    self._pid,
+                    os.getpid(),
+                )
+                return None
+            self._releasing = True
+            token = self.token
+        keys = self._keys
+        try:
+            owned = int(
+                _RELEASE(
+                    self._client,
+                    [keys.lock, keys.queue, keys.queue_expiry],
+                    [token, keys.wake_prefix, WAKE_TTL_MS],
+                )
+            )
+        finally:
+            with self._state:
+                self._held = False
+                self._releasing = False
+        if not owned:
+            self._mark_lost("it had expired or was taken when released")
+            return False
+        logger.debug("cronlock: released lock %r", self.key)
+        return True
+
+    def __enter__(self) -> RedisLock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Release; raise :class:`LockLost` if the lock was lost and the body did not raise."""
+        was_lost = self.lost.is_set()
+        try:
+            owned = self._release()
+        except RedisError:
+            if exc_type is None:
+                raise
+            logger.warning("cronlock: releasing lock %r failed", self.key, exc_info=True)
+            return
+        if exc_type is None and (was_lost or owned is False):
+            raise LockLost(self.key)
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost.is_set() else "held" if self._held else "free"
+        return f"<RedisLock {self.key!r} ttl={self.ttl:g}s {state}>"
+
+
+def redis_lock(
+    client: Any,
+    key: str,
+    ttl: Seconds,
+    *,
+    wait: Optional[Seconds] = None,
+    renew: bool = False,
+    max_hold: Optional[Seconds] = None,
+    prefix: str = "cronlock",
+    on_lost: Optional[OnLost] = None,
+) -> RedisLock:
+    """A lock to use in a ``with`` block; it acquires on entry and releases on exit.
+
+    Arguments are :class:`RedisLock`'s, all checked before anything is sent to Redis.
+
+    Example::
+
+        with redis_lock(client, "reports:daily", ttl=30, renew=True) as lock:
+            build_report(fence=lock.fencing_token)
+    """
+    return RedisLock(
+        client,
+        key,
+        ttl,
+        wait=wait,
+        renew=renew,
+        max_hold=max_hold,
+        prefix=prefix,
+        on_lost=on_lost,
+    )
+
+
+def _check_wait(wait: Any) -> Optional[int]:
+    if wait is None:
+        return None
+    return seconds_to_ms(wait, "wait", allow_zero=True)
