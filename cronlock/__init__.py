@@ -16,6 +16,8 @@ from cronlock.errors import (
     LockLost,
     LockNotAcquired,
 )
+from cronlock.exclusive import configure, exclusive
+from cronlock.lock import LockInfo, RedisLock, inspect, redis_lock
 
 __all__ = [
     "Clock",
@@ -24,9 +26,15 @@ __all__ = [
     "CronlockError",
     "FakeClock",
     "JobCancelled",
+    "LockInfo",
     "LockLost",
     "LockNotAcquired",
     "OffsetClock",
+    "RedisLock",
     "SystemClock",
     "__version__",
+    "configure",
+    "exclusive",
+    "inspect",
+    "redis_lock",
 ]
