@@ -1,0 +1,116 @@
+"""The ``cronlock`` command line (also ``python -m cronlock``).
+
+Commands::
+
+    cronlock next EXPRESSION [--timezone TZ] [--count N] [--after ISO]
+    cronlock doctor [--clock-tolerance S]
+    cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S] -- COMMAND [ARGS...]
+    cronlock locks [KEY]
+
+Global options (before or after the command): ``--redis-url URL`` (else
+``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``), ``--prefix`` (default ``cronlock``),
+``--json`` (machine-readable output on stdout), ``-v``/``-vv`` (log to stderr).
+
+Exit codes:
+
+=========  ==================================================================
+0          success (doctor: no check failed; exec: the command exited 0)
+1          doctor: at least one check failed; other commands: an error was reported
+2          usage error: bad option, expression, timezone, or no Redis URL given
+69         Redis could not be reached (exec: the command was not run)
+70         an unexpected error inside cronlock (a bug: please report it)
+75         exec: the lock is held by another owner; the command was not run
+76         exec: the lock was lost while the command ran; it was sent SIGTERM
+126, 127   exec: the command could not be executed / was not found
+128+N      exec: the command was killed by signal N
+other      exec: the command's own exit status
+=========  ==================================================================
+
+Adding a command: write a module with ``register(subparsers)`` that adds a parser and
+``set_defaults(handler=run)``, where ``run(args) -> int`` returns the exit status (or
+raises :class:`~cronlock._cli._common.CliError`), and list it in :data:`COMMANDS`.
+The CLI configures logging (stderr); the library never does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+import redis
+
+from cronlock._cli._common import (
+    EXIT_CODES,
+    EXIT_SOFTWARE,
+    EXIT_UNAVAILABLE,
+    CliError,
+    add_global_options,
+)
+from cronlock._version import __version__
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+#: Modules that each add one command, in ``--help`` order.
+COMMANDS: tuple[str, ...] = (
+    "cronlock._cli.next_times",
+    "cronlock._cli.doctor",
+    "cronlock._cli.exec_lock",
+    "cronlock._cli.locks",
+)
+
+
+def _epilog() -> str:
+    width = max(len(code) for code, _ in EXIT_CODES)
+    lines = [f"  {code.ljust(width)}  {meaning}" for code, meaning in EXIT_CODES]
+    return "exit codes:\n" + "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: global options plus one subparser per module in :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(
+        prog="cronlock",
+        description="Run scheduled jobs once across replicas, with Redis deciding who runs.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_global_options(parser, suppress=False)
+    subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND")
+    subparsers.required = True
+    for name in COMMANDS:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        status = int(args.handler(args))
+    except CliError as error:
+        print(f"cronlock {args.command_name}: {error}", file=sys.stderr)
+        return error.code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # stdout closed early (``| head``): not an error worth a traceback.
+        sys.stderr.close()
+        return 0
+    except Exception as error:
+        if isinstance(error, (redis.ConnectionError, redis.TimeoutError)):
+            print(f"cronlock {args.command_name}: Redis unavailable: {error}", file=sys.stderr)
+            return EXIT_UNAVAILABLE
+        logging.getLogger("cronlock.cli").exception("unexpected error")
+        return EXIT_SOFTWARE
+    return status
