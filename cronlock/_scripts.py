@@ -46,20 +46,25 @@ class Script:
 
 
 def execute_pipeline(client: Any, pipe: Any, scripts: Sequence[Script]) -> list[Any]:
-    """Execute a pipeline of script calls, loading the scripts and retrying on NOSCRIPT.
+    """Execute a pipeline of script calls; errors come back as exception objects in place.
 
-    NOSCRIPT fails every call of a pipeline alike (the script is either cached or not),
-    so nothing ran and re-executing the same commands is safe.
+    Calls that failed with NOSCRIPT (nothing ran for them) are re-sent once after
+    loading the scripts, so the caller sees each call's real reply or error.
     """
     stack = list(pipe.command_stack)
-    try:
-        return list(pipe.execute())
-    except NoScriptError:
+    results = list(pipe.execute(raise_on_error=False))
+    missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+    if missing:
         for script in {s.sha: s for s in scripts}.values():
             client.script_load(script.source)
         retry = client.pipeline(transaction=False)
-        retry.command_stack.extend(stack)
-        return list(retry.execute())
+        for i in missing:
+            entry = stack[i]  # a tuple in redis.Redis pipelines, an object in cluster ones
+            args, options = (entry.args, entry.options) if hasattr(entry, "args") else entry
+            retry.execute_command(*args, **options)
+        for i, r in zip(missing, retry.execute(raise_on_error=False)):
+            results[i] = r
+    return results
 
 
 def text(value: Any) -> str:

@@ -1,0 +1,199 @@
+"""One won claim being carried out: the handler call, its lease renewal, its finish.
+
+Timeline of a run (the owner's view)::
+
+    claim ──won──> renew every ttl/3 (shared renewal thread) ──> finish(done|failed)
+                        │ renew says "lost" (taken over / replaced) or the lease ran out
+                        │ while Redis was unreachable
+                        └──> ctx.cancelled is set; finish would say "lost": skipped
+    runner.stop() ──> ctx.cancelled is set; a handler that gives up (raises) is
+                      finished as "handover", so another replica takes the slot at once
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Optional
+
+from redis.exceptions import RedisError
+
+from cronlock import _claims
+from cronlock._renewer import get_renewer
+from cronlock.context import ErrorContext, JobContext
+from cronlock.errors import JobCancelled
+
+if TYPE_CHECKING:
+    from cronlock.job import Job
+    from cronlock.runner import CronRunner
+
+logger = logging.getLogger("cronlock")
+
+_FINISH_RETRY_S = 0.2
+
+
+class Run:
+    """The execution of one slot by this replica."""
+
+    def __init__(
+        self,
+        runner: CronRunner,
+        job: Job,
+        *,
+        state_key: str,
+        owner: str,
+        reply: _claims.ClaimReply,
+        sent_at: float,
+        slot_ms: int,
+    ) -> None:
+        self.runner = runner
+        self.job = job
+        self.state_key = state_key
+        self.owner = owner
+        self.lease_s = job.options.ttl_ms / 1000
+        # Measured from before the claim was sent, so our idea of the deadline is never late.
+        self.deadline = sent_at + self.lease_s
+        self.ctx = JobContext(
+            key=job.key,
+            slot_ms=slot_ms,
+            attempt=reply.attempt,
+            fencing_token=reply.fence,
+            payload=job.options.payload,
+            runner_id=runner.runner_id,
+        )
+        self.lost = False
+        self.finished = threading.Event()
+        self._closed = False  # no more renewals
+        self._lock = threading.Lock()
+
+    # -- renewal (called from the shared renewal thread) --------------------------------
+
+    def start_renewal(self) -> None:
+        get_renewer().schedule(self, time.monotonic() + self.lease_s / 3)
+
+    def renew_due(self) -> Optional[float]:
+        with self._lock:
+            if self._closed:
+                return None
+        sent = time.monotonic()
+        try:
+            until = _claims.renew(
+                self.runner.client,
+                self.state_key,
+                self.ctx.slot_ms,
+                self.owner,
+                self.job.options.ttl_ms,
+            )
+        except RedisError as exc:
+            self.runner._count("renew_failures")
+            self.runner._report(exc, self._error_context("renew"))
+            now = time.monotonic()
+            if now >= self.deadline:
+                self._lose("its lease ran out while Redis was unreachable")
+                return None
+            return now + min(self.lease_s / 3, max(0.05, (self.deadline - now) / 2))
+        if until is None:
+            self._lose("another replica took the slot over, or a newer slot replaced it")
+            return None
+        self.deadline = sent + self.lease_s
+        return sent + self.lease_s / 3
+
+    def _lose(self, why: str) -> None:
+        self.lost = True
+        self.runner._count("leases_lost")
+        logger.warning(
+            "cronlock: lost the lease of job %r slot %s attempt %d: %s; cancelling the run",
+            self.job.key,
+            self.ctx.slot.isoformat(),
+            self.ctx.attempt,
+            why,
+        )
+        self.ctx.cancelled.set()
+
+    def close(self) -> None:
+        """Stop renewing (the renewal thread drops this run at its next due time)."""
+        with self._lock:
+            self._closed = True
+
+    # -- execution (a worker thread, or inline under run_pending) -----------------------
+
+    def execute(self) -> None:
+        """Call the handler (with retries), then record the outcome. Never raises."""
+        try:
+            outcome = self._call_handler()
+            self._finish(outcome)
+        except Exception:  # defensive: nothing may escape into a worker thread
+            logger.exception("cronlock: internal error running job %r", self.job.key)
+        finally:
+            self.close()
+            self.finished.set()
+            self.runner._run_ended(self)
+
+    def _call_handler(self) -> str:
+        options = self.job.options
+        for attempt in range(options.retries + 1):
+            try:
+                self.job.call(self.ctx)
+            except JobCancelled:
+                return "cancelled"
+            except Exception as exc:
+                self.runner._report(exc, self._error_context("handler"))
+                if self.ctx.cancelled.is_set():
+                    return "cancelled"
+                if attempt == options.retries:
+                    return "failed"
+                delay = options.retry_backoff_ms / 1000 * (2**attempt)
+                if self.ctx.cancelled.wait(delay):
+                    return "cancelled"
+            else:
+                return "done"
+        return "failed"  # pragma: no cover - the loop always returns
+
+    def _finish(self, outcome: str) -> None:
+        stats_name = {"done": "runs_succeeded", "failed": "runs_failed"}.get(
+            outcome, "runs_cancelled"
+        )
+        self.runner._count(stats_name)
+        if self.lost:
+            return  # a successor owns the slot: finishing would only be refused
+        if outcome == "cancelled":
+            if not self.runner._stopping:
+                return
+            outcome = "handover"
+        while True:
+            try:
+                ok = _claims.finish(
+                    self.runner.client, self.state_key, self.ctx.slot_ms, self.owner, outcome
+                )
+            except RedisError as exc:
+                self.runner._report(exc, self._error_context("release"))
+                if time.monotonic() + _FINISH_RETRY_S >= self.deadline:
+                    return  # the lease lapses; another replica may run the slot again
+                time.sleep(_FINISH_RETRY_S)
+                continue
+            if not ok:
+                logger.warning(
+                    "cronlock: job %r slot %s attempt %d ended after another owner took the "
+                    "slot; its outcome (%s) was not recorded",
+                    self.job.key,
+                    self.ctx.slot.isoformat(),
+                    self.ctx.attempt,
+                    outcome,
+                )
+            return
+
+    def handover(self) -> None:
+        """End the lease now (stopping, handler still busy): another replica may take over."""
+        self.close()
+        if self.lost or self.finished.is_set():
+            return
+        try:
+            _claims.finish(
+                self.runner.client, self.state_key, self.ctx.slot_ms, self.owner, "handover"
+            )
+        except RedisError as exc:
+            self.runner._report(exc, self._error_context("release"))
+
+    def _error_context(self, phase: str) -> ErrorContext:
+        return ErrorContext(self.job.key, phase, self.ctx.slot_ms, self.ctx.attempt)

@@ -1,0 +1,78 @@
+"""What a handler sees (`JobContext`) and what ``on_error`` is told (`ErrorContext`)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from cronlock.errors import JobCancelled
+
+PHASES = ("acquire", "handler", "renew", "release")
+
+
+def ms_to_datetime(ms: int) -> datetime:
+    """Epoch milliseconds as an aware UTC datetime."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """One run of one slot of one job, as its handler sees it.
+
+    Attributes:
+        key: the job's key.
+        slot: the scheduled occurrence this run is for (aware UTC datetime); the same
+            on every replica and on every attempt.
+        attempt: 1 for the first run of the slot, 2 after a takeover, ...
+        fencing_token: strictly increasing per job for every run that starts; pass it
+            to the systems you write to so they can refuse a stale writer.
+        idempotency_key: ``"<key>:<slot ms>"``, stable across attempts of one slot.
+        cancelled: set when the lease is lost or the runner stops; check it between
+            steps of long work, or call :meth:`check`.
+        payload: the JSON payload of a dynamic schedule, else None.
+    """
+
+    key: str
+    slot_ms: int
+    attempt: int
+    fencing_token: int
+    cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
+    payload: Any = None
+    runner_id: str = ""
+
+    @property
+    def slot(self) -> datetime:
+        return ms_to_datetime(self.slot_ms)
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.key}:{self.slot_ms}"
+
+    def check(self) -> None:
+        """Raise :class:`~cronlock.errors.JobCancelled` if this run has been cancelled."""
+        if self.cancelled.is_set():
+            raise JobCancelled(
+                f"run of job {self.key!r} slot {self.slot.isoformat()} attempt {self.attempt} "
+                "was cancelled (lease lost or runner stopping)"
+            )
+
+
+@dataclass(frozen=True)
+class ErrorContext:
+    """Where an error passed to ``on_error(error, context)`` happened.
+
+    ``phase`` is one of ``"acquire"`` (claiming a slot; the job did not run),
+    ``"handler"`` (the handler raised), ``"renew"`` (extending the lease failed) or
+    ``"release"`` (recording the end of a run failed).
+    """
+
+    key: str
+    phase: str
+    slot_ms: Optional[int] = None
+    attempt: Optional[int] = None
+
+    @property
+    def slot(self) -> Optional[datetime]:
+        return None if self.slot_ms is None else ms_to_datetime(self.slot_ms)

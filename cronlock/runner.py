@@ -1,0 +1,643 @@
+"""``CronRunner``: every replica registers the same jobs; Redis decides who runs each slot.
+
+A runner owns one scheduler thread that sleeps on a heap of next slots (it never polls
+every job), a bounded pool of worker threads for handlers, and uses the process's shared
+renewal thread for the leases of running handlers.
+
+Example::
+
+    runner = CronRunner(client, prefix="myapp", default_ttl=60)
+
+    @runner.cron("*/5 * * * *", key="sync-users", ttl=120, timezone="Europe/Athens")
+    def sync_users(ctx):
+        ...
+
+    runner.start()
+"""
+
+from __future__ import annotations
+
+import encodings.idna  # noqa: F401 - import now: a lazy codec import in a forked child's thread can fail
+import heapq
+import itertools
+import logging
+import os
+import random
+import secrets
+import socket
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Optional, TypeVar
+
+import redis
+from redis.exceptions import RedisError
+
+from cronlock import _claims
+from cronlock._every import Every
+from cronlock._keys import job_key
+from cronlock._run import Run
+from cronlock._stats import RunnerStatistics, StatsCounter
+from cronlock._validate import check_client, check_key, check_prefix, seconds_to_ms
+from cronlock.clock import ClockLike, as_clock
+from cronlock.context import ErrorContext
+from cronlock.errors import ConfigurationError, CorruptStateError
+from cronlock.job import OPTION_NAMES, Job, default_key, make_caller, parse_options
+from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+
+logger = logging.getLogger("cronlock")
+
+F = TypeVar("F", bound=Callable[..., Any])
+ErrorHandler = Callable[[BaseException, ErrorContext], Any]
+
+# The scheduler never sleeps longer than this, so a wall clock that jumps is noticed
+# within this long. Idle cost stays one wake-up per period, whatever the number of jobs.
+MAX_SLEEP_S = 5.0
+# A claim that failed on a Redis error is tried again after this, while within catch-up.
+CLAIM_RETRY_MS = 1000
+# Many jobs due together are claimed in pipelines of this many.
+CLAIM_BATCH = 500
+# Re-check a slot someone else runs this long after its lease deadline.
+WATCH_MARGIN_MS = 50
+AFTER_FORK = ("restart", "stop")
+
+
+@dataclass(order=True)
+class _Entry:
+    """A heap entry: claim ``slot_ms`` of ``job`` at ``due_ms`` (runner clock)."""
+
+    due_ms: int
+    seq: int
+    job: Job = field(compare=False)
+    generation: int = field(compare=False)
+    slot_ms: int = field(compare=False)
+    kind: str = field(compare=False)  # "slot" (a new slot) or "watch" (re-check a running one)
+    owner: str = field(compare=False, default_factory=lambda: secrets.token_hex(8))
+
+
+_runners: weakref.WeakSet[CronRunner] = weakref.WeakSet()
+
+
+class CronRunner:
+    """Runs registered jobs so that each scheduled slot runs on exactly one replica.
+
+    Args:
+        client: a redis-py client (``redis.Redis``, a Sentinel master, or ``RedisCluster``).
+            Give it a ``socket_timeout``: a Redis that stops answering otherwise blocks
+            the scheduler until it answers again.
+        prefix: namespace of every key; replicas of one app must share it.
+        default_ttl: lease length (seconds) for jobs that do not set ``ttl``.
+        clock: where wall time comes from (see :mod:`cronlock.clock`).
+        max_workers: handlers that may run at once in this process.
+        max_attempts: default bound on takeovers of one slot.
+        overlap: default overlap policy, ``"skip"``, ``"allow"`` or ``"replace"``.
+        on_error: ``on_error(error, context)``; by default errors are logged.
+        after_fork: ``"restart"`` (a started runner restarts its threads in a forked
+            child) or ``"stop"`` (the child's copy stays stopped).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = "cronlock",
+        default_ttl: Any = 60,
+        clock: ClockLike = None,
+        max_workers: int = 8,
+        max_attempts: int = 3,
+        overlap: str = "skip",
+        on_error: Optional[ErrorHandler] = None,
+        after_fork: str = "restart",
+    ) -> None:
+        self.client = check_client(client)
+        self.prefix = check_prefix(prefix)
+        seconds_to_ms(default_ttl, "default_ttl")
+        self.clock = as_clock(clock)
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise ConfigurationError(f"max_workers must be an int >= 1; got {max_workers!r}")
+        if after_fork not in AFTER_FORK:
+            raise ConfigurationError(f"after_fork must be one of {AFTER_FORK}; got {after_fork!r}")
+        if on_error is not None and not callable(on_error):
+            raise ConfigurationError(f"on_error must be callable; got {on_error!r}")
+        self.max_workers = max_workers
+        self.on_error = on_error
+        self.after_fork = after_fork
+        self._defaults: dict[str, Any] = {
+            "ttl": default_ttl,
+            "max_attempts": max_attempts,
+            "overlap": overlap,
+        }
+        self.runner_id = secrets.token_hex(4)
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{self.runner_id}"
+        self._jobs: dict[str, Job] = {}
+        self._stats = StatsCounter()
+        self._init_threading_state()
+        _runners.add(self)
+
+    def _init_threading_state(self) -> None:
+        self._cond = threading.Condition(threading.RLock())
+        self._heap: list[_Entry] = []
+        self._seq = itertools.count()
+        self._seeded = False
+        self._stopping = False
+        self._thread: Optional[threading.Thread] = None
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._running: set[Run] = set()
+        self._pid = os.getpid()
+
+    # -- registration ----------------------------------------------------------------
+
+    def add_job(
+        self,
+        fn: Callable[..., Any],
+        schedule: Schedule,
+        *,
+        args: tuple[Any, ...] = (),
+        kwargs: Optional[dict[str, Any]] = None,
+        **options: Any,
+    ) -> Job:
+        """Register ``fn`` to run on ``schedule``; the other registration calls use this.
+
+        Options: ``key`` (default ``module.qualname``), ``ttl``, ``max_attempts``,
+        ``overlap``, ``catch_up``, ``jitter``, ``retries``, ``retry_backoff``, ``payload``.
+        Raises ConfigurationError (naming the value) for anything invalid, before any
+        Redis work.
+        """
+        call = make_caller(fn, args, kwargs)
+        if not isinstance(schedule, Schedule):
+            raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
+        key = options.get("key")
+        key = default_key(fn) if key is None else check_key(key)
+        job_options = parse_options(key, schedule, options, self._defaults)
+        with self._cond:
+            if key in self._jobs:
+                raise ConfigurationError(
+                    f"a job with key {key!r} is already registered in this runner; "
+                    "pass a distinct key=..."
+                )
+            job = Job(self, key, fn=fn, call=call, schedule=schedule, options=job_options)
+            self._jobs[key] = job
+            if self._seeded:
+                self._seed(job, self._now_ms())
+                self._cond.notify()
+        return job
+
+    def cron(
+        self, expression: str, *, timezone: str = "UTC", dst_fold: str = "once", **options: Any
+    ) -> Callable[[F], F]:
+        """Decorator: run the function at each time a cron expression matches.
+
+        The function is returned unchanged, so it stays callable.
+        """
+        hash_id = options.get("key")
+        schedule = CronSchedule(expression, timezone=timezone, dst_fold=dst_fold, hash_id=hash_id)
+        return self._decorator(schedule, options)
+
+    def interval(
+        self,
+        seconds: Any = 0,
+        *,
+        minutes: float = 0,
+        hours: float = 0,
+        offset: Any = 0,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        """Decorator: run every ``seconds + minutes + hours`` on the UTC epoch grid.
+
+        Slots are ``k * period + offset`` since the epoch, so every replica agrees on them
+        whenever it started.
+        """
+        total_ms = (
+            seconds_to_ms(seconds, "seconds", allow_zero=True)
+            + seconds_to_ms(minutes, "minutes", allow_zero=True) * 60
+            + seconds_to_ms(hours, "hours", allow_zero=True) * 3600
+        )
+        if total_ms <= 0:
+            raise ConfigurationError(
+                f"interval must be > 0; got seconds={seconds!r}, minutes={minutes!r}, "
+                f"hours={hours!r}"
+            )
+        total = total_ms / 1000
+        return self._decorator(IntervalSchedule(total, offset=offset), options)
+
+    def at(self, when: Any, **options: Any) -> Callable[[F], F]:
+        """Decorator: run once, cluster-wide, at ``when`` (aware datetime or ISO-8601)."""
+        return self._decorator(OnceSchedule(when), options)
+
+    def every(self, interval: int = 1) -> Every:
+        """The ``schedule`` library's DSL: ``runner.every(10).minutes.do(fn)``."""
+
+        def register(
+            schedule: Schedule,
+            fn: Callable[..., Any],
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+            tags: Any,
+        ) -> Job:
+            return self.add_job(fn, schedule, args=args, kwargs=kwargs)
+
+        return Every(interval, register)
+
+    def _decorator(self, schedule: Schedule, options: dict[str, Any]) -> Callable[[F], F]:
+        unknown = sorted(set(options) - OPTION_NAMES)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown option(s) {', '.join(map(repr, unknown))}; "
+                f"known options: {', '.join(sorted(OPTION_NAMES))}"
+            )
+
+        def decorate(fn: F) -> F:
+            self.add_job(fn, schedule, **options)
+            return fn
+
+        return decorate
+
+    def job(self, key: str) -> Job:
+        """The handle of a registered job; KeyError if there is none."""
+        with self._cond:
+            try:
+                return self._jobs[key]
+            except KeyError:
+                raise KeyError(f"no job with key {key!r} in this runner") from None
+
+    @property
+    def jobs(self) -> list[Job]:
+        with self._cond:
+            return list(self._jobs.values())
+
+    def _enable(self, job: Job) -> None:
+        with self._cond:
+            if job.enabled:
+                return
+            job.enabled = True
+            job.generation += 1
+            if self._seeded:
+                self._seed(job, self._now_ms())
+                self._cond.notify()
+
+    def _disable(self, job: Job) -> None:
+        with self._cond:
+            job.enabled = False
+            job.generation += 1
+            job.next_slot_ms = None
+
+    def _remove(self, job: Job) -> None:
+        with self._cond:
+            self._disable(job)
+            if self._jobs.get(job.key) is job:
+                del self._jobs[job.key]
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> CronRunner:
+        """Start the scheduler and worker threads; returns at once. Idempotent."""
+        with self._cond:
+            if self._thread is not None and self._thread.is_alive():
+                return self
+            self._stopping = False
+            self._seed_all()
+            self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="cronlock-worker")
+            self._thread = threading.Thread(
+                target=self._loop, name="cronlock-scheduler", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30) -> None:
+        """Stop gracefully: no new claims; running handlers are cancelled and awaited.
+
+        Handlers still running after ``timeout`` seconds have their lease ended at once
+        (handover), so another replica can take their slot over without waiting for
+        the lease to lapse; their threads are left to finish on their own.
+        """
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            thread, pool = self._thread, self._pool
+            running = list(self._running)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        for run in running:
+            run.ctx.cancelled.set()
+        deadline = self.clock.monotonic() + timeout
+        for run in running:
+            run.finished.wait(max(0.0, deadline - self.clock.monotonic()))
+        for run in running:
+            if not run.finished.is_set():
+                run.handover()
+        if pool is not None:
+            pool.shutdown(wait=False)
+        with self._cond:
+            self._thread = None
+            self._pool = None
+            self._seeded = False
+            self._heap.clear()
+
+    @property
+    def running(self) -> bool:
+        """True while the scheduler thread is alive."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def statistics(self) -> RunnerStatistics:
+        """A frozen snapshot of this runner's counters."""
+        return self._stats.snapshot()
+
+    def run_pending(self, now: Optional[float] = None) -> int:
+        """Claim and run, in this thread, every slot due at ``now`` (default: the clock).
+
+        One step of the scheduler without any thread: for tests and for scripts that
+        drive the loop themselves. Returns how many handlers ran.
+        """
+        now_ms = round((self.clock.time() if now is None else now) * 1000)
+        with self._cond:
+            if not self._seeded:
+                self._seed_all(now_ms)
+            batch = self._pop_due(now_ms)
+        return self._process(batch, now_ms, inline=True)
+
+    # -- the scheduler ----------------------------------------------------------------
+
+    def _now_ms(self) -> int:
+        return round(self.clock.time() * 1000)
+
+    def _seed_all(self, now_ms: Optional[int] = None) -> None:
+        now_ms = self._now_ms() if now_ms is None else now_ms
+        self._heap.clear()
+        for job in self._jobs.values():
+            if job.enabled:
+                self._seed(job, now_ms)
+        self._seeded = True
+
+    def _seed(self, job: Job, now_ms: int) -> None:
+        """Queue the first slot: the latest one within catch-up, else the next one."""
+        latest = job.schedule.latest_at_or_before(now_ms)
+        if latest is not None and now_ms - latest <= job.options.catch_up_ms:
+            self._push_slot(job, latest)
+        else:
+            self._push_slot(job, job.schedule.next_after(now_ms))
+
+    def _push_slot(self, job: Job, slot_ms: Optional[int]) -> None:
+        job.next_slot_ms = slot_ms
+        if slot_ms is None:
+            return
+        jitter = random.randint(0, job.options.jitter_ms) if job.options.jitter_ms else 0
+        heapq.heappush(
+            self._heap,
+            _Entry(slot_ms + jitter, next(self._seq), job, job.generation, slot_ms, "slot"),
+        )
+
+    def _push(self, entry: _Entry, due_ms: int) -> None:
+        entry.due_ms = due_ms
+        entry.seq = next(self._seq)
+        heapq.heappush(self._heap, entry)
+
+    def _pop_due(self, now_ms: int) -> list[_Entry]:
+        batch = []
+        while self._heap and self._heap[0].due_ms <= now_ms:
+            batch.append(heapq.heappop(self._heap))
+        return batch
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+                now_ms = self._now_ms()
+                if not self._heap or self._heap[0].due_ms > now_ms:
+                    wait = (self._heap[0].due_ms - now_ms) / 1000 if self._heap else MAX_SLEEP_S
+                    self._cond.wait(min(wait, MAX_SLEEP_S))
+                    continue
+                batch = self._pop_due(now_ms)
+            try:
+                self._process(batch, now_ms, inline=False)
+            except Exception:  # the scheduler thread must never die
+                logger.exception("cronlock: internal error in the scheduler loop")
+            self._stats.tick(datetime.now(timezone.utc))
+
+    def _process(self, batch: list[_Entry], now_ms: int, *, inline: bool) -> int:
+        """Claim every entry of ``batch`` (pipelined) and act on each reply."""
+        claims: list[_Entry] = []
+        with self._cond:
+            for entry in batch:
+                job = entry.job
+                if entry.generation != job.generation or not job.enabled:
+                    continue
+                if entry.kind == "slot":
+                    slot = self._due_slot(job, entry.slot_ms, now_ms)
+                    self._push_slot(
+                        job, job.schedule.next_after(max(entry.slot_ms, slot or now_ms))
+                    )
+                    if slot is None:
+                        self._stats.add("slots_missed")
+                        logger.info(
+                            "cronlock: job %r missed its slot(s) before %s (beyond catch-up)",
+                            job.key,
+                            datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat(),
+                        )
+                        continue
+                    entry.slot_ms = slot
+                    entry.kind = "claim"
+                claims.append(entry)
+        ran = 0
+        for start in range(0, len(claims), CLAIM_BATCH):
+            chunk = claims[start : start + CLAIM_BATCH]
+            for entry, reply in zip(chunk, self._claim(chunk, now_ms)):
+                if reply is not None:
+                    ran += self._on_reply(entry, reply, inline)
+        return ran
+
+    def _due_slot(self, job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
+        """The slot to claim for an entry popped at ``now_ms``; None if missed for good.
+
+        A late wake-up (process paused, host suspended) may have passed several slots:
+        the latest one within catch-up runs once, older ones are coalesced into it.
+        """
+        catch_up = job.options.catch_up_ms
+        latest = job.schedule.latest_at_or_before(now_ms)
+        if latest is not None and latest > slot_ms:
+            slot_ms = latest
+        return slot_ms if now_ms - slot_ms <= catch_up else None
+
+    def _request(self, entry: _Entry) -> _claims.ClaimRequest:
+        job = entry.job
+        return _claims.ClaimRequest(
+            state_key=job_key(self.prefix, job.key),
+            slot_ms=entry.slot_ms,
+            owner=entry.owner,
+            lease_ms=job.options.ttl_ms,
+            max_attempts=job.options.max_attempts,
+            overlap=job.options.overlap,
+            holder=self.holder,
+        )
+
+    def _claim(self, entries: list[_Entry], now_ms: int) -> list[Optional[_claims.ClaimReply]]:
+        """Send the claims; on a Redis error the job does not run (fail closed)."""
+        requests = [self._request(e) for e in entries]
+        self._sent_at = self.clock.monotonic()
+        try:
+            if len(requests) == 1:
+                replies: list[Any] = [_claims.claim(self.client, requests[0])]
+            else:
+                replies = _claims.claim_many(self.client, requests)
+        except RedisError as exc:
+            replies = [exc] * len(entries)
+        out: list[Optional[_claims.ClaimReply]] = []
+        for entry, reply in zip(entries, replies):
+            if isinstance(reply, BaseException):
+                self._claim_failed(entry, reply, now_ms)
+                out.append(None)
+            else:
+                out.append(reply)
+        return out
+
+    def _claim_failed(self, entry: _Entry, error: BaseException, now_ms: int) -> None:
+        self._stats.add("redis_errors")
+        self._report(error, ErrorContext(entry.job.key, "acquire", entry.slot_ms))
+        # Try the same slot again (same owner token, so a claim that was applied but
+        # whose reply was lost is recognised as ours) while it is within catch-up.
+        if now_ms + CLAIM_RETRY_MS - entry.slot_ms <= entry.job.options.catch_up_ms:
+            with self._cond:
+                self._push(entry, now_ms + CLAIM_RETRY_MS)
+
+    def _on_reply(self, entry: _Entry, reply: _claims.ClaimReply, inline: bool) -> int:
+        job = entry.job
+        status = reply.status
+        if status == _claims.WON:
+            self._stats.add("claims_won")
+            if reply.attempt > 1:
+                self._stats.add("takeovers")
+            logger.debug(
+                "cronlock: won job %r slot %d attempt %d", job.key, entry.slot_ms, reply.attempt
+            )
+            run = Run(
+                self,
+                job,
+                state_key=job_key(self.prefix, job.key),
+                owner=entry.owner,
+                reply=reply,
+                sent_at=self._sent_at,
+                slot_ms=entry.slot_ms,
+            )
+            with self._cond:
+                self._running.add(run)
+            run.start_renewal()
+            if inline or self._pool is None:
+                run.execute()
+                return 1
+            try:
+                self._pool.submit(run.execute)
+            except RuntimeError:  # pool shut down by stop(): hand the slot over at once
+                run.handover()
+                self._run_ended(run)
+                return 0
+            return 1
+        if status == _claims.TAKEN:
+            self._stats.add("claims_lost")
+            # Look again when the holder's lease would lapse: one round trip per lease period.
+            wait_ms = max(0, reply.lease_until_ms - reply.server_now_ms) + WATCH_MARGIN_MS
+            entry.kind = "watch"
+            with self._cond:
+                self._push(entry, self._now_ms() + wait_ms)
+        elif status in (_claims.DONE, _claims.STALE):
+            self._stats.add("claims_lost")
+        elif status == _claims.BUSY:
+            self._stats.add("claims_skipped")
+            logger.info(
+                "cronlock: job %r slot %d skipped: the previous run is still going",
+                job.key,
+                entry.slot_ms,
+            )
+        elif status == _claims.PAUSED:
+            self._stats.add("claims_paused")
+        elif status == _claims.EXHAUSTED:
+            self._stats.add("slots_failed")
+            logger.warning(
+                "cronlock: job %r slot %d abandoned: its lease lapsed again after %d attempts",
+                job.key,
+                entry.slot_ms,
+                reply.attempt,
+            )
+        elif status == _claims.CORRUPT:
+            self._report(
+                CorruptStateError(
+                    f"key {job_key(self.prefix, job.key)!r} of job {job.key!r} holds data cronlock "
+                    f"did not write ({reply.detail}); delete it or choose another prefix"
+                ),
+                ErrorContext(job.key, "acquire", entry.slot_ms),
+            )
+        return 0
+
+    def _run_ended(self, run: Run) -> None:
+        with self._cond:
+            self._running.discard(run)
+
+    # -- errors and statistics ----------------------------------------------------------
+
+    def _count(self, name: str) -> None:
+        self._stats.add(name)
+
+    def _report(self, error: BaseException, context: ErrorContext) -> None:
+        """Hand an error to ``on_error``, or log it; never raises."""
+        if self.on_error is not None:
+            try:
+                self.on_error(error, context)
+                return
+            except Exception:
+                logger.exception("cronlock: on_error raised while handling %r", error)
+        level = logging.ERROR if context.phase == "handler" else logging.WARNING
+        logger.log(
+            level,
+            "cronlock: job %r failed in phase %s (slot %s): %s",
+            context.key,
+            context.phase,
+            context.slot.isoformat() if context.slot else "-",
+            error,
+            exc_info=error,
+        )
+
+    # -- fork ---------------------------------------------------------------------------
+
+    def _after_fork_in_child(self) -> None:
+        was_running = self._thread is not None and not self._stopping
+        self.client = _fresh_client(self.client)
+        self._init_threading_state()
+        for job in self._jobs.values():
+            job.generation += 1
+        if was_running and self.after_fork == "restart":
+            self.start()
+
+    def __repr__(self) -> str:
+        return f"CronRunner(prefix={self.prefix!r}, jobs={len(self._jobs)}, running={self.running})"
+
+
+def _fresh_client(client: Any) -> Any:
+    """A client on a new pool: a child never shares the parent's sockets or pool locks."""
+    pool: Any = getattr(client, "connection_pool", None)
+    if isinstance(pool, redis.ConnectionPool) and type(pool) in (
+        redis.ConnectionPool,
+        redis.BlockingConnectionPool,
+    ):
+        new_pool = type(pool)(
+            connection_class=pool.connection_class,
+            max_connections=pool.max_connections,
+            **pool.connection_kwargs,
+        )
+        return redis.Redis(connection_pool=new_pool)
+    if pool is not None:
+        pool.reset()  # Sentinel and cluster pools: drop the parent's connections at least
+    return client
+
+
+def _after_fork_in_child() -> None:
+    for runner in list(_runners):
+        try:
+            runner._after_fork_in_child()
+        except Exception:
+            logger.exception("cronlock: could not restart %r after fork", runner)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
