@@ -1,0 +1,138 @@
+"""check_server() against real private servers, including ACL-restricted users."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Callable
+
+import pytest
+import redis
+
+from cronlock._server import RedisServer, free_port
+from cronlock.clock import OffsetClock
+from cronlock.doctor import MIN_REDIS, Check, check_server, worst_status
+
+NAMES = ["reachable", "version", "eviction", "cluster", "clock", "persistence", "scripting", "keys"]
+
+
+def by_name(checks: list[Check]) -> dict[str, Check]:
+    return {c.name: c for c in checks}
+
+
+def restricted_user(server: RedisServer, *rules: str) -> redis.Redis:
+    """A client logged in as a fresh ACL user with ``rules`` on top of full access."""
+    name = f"u{uuid.uuid4().hex[:8]}"
+    admin = server.client()
+    admin.execute_command("ACL", "SETUSER", name, "on", ">pw", "~*", "+@all", *rules)
+    admin.close()
+    return server.client(username=name, password="pw", socket_timeout=5)
+
+
+def test_default_private_server_has_no_failure(client: redis.Redis) -> None:
+    """A stock private server passes every check except persistence (it keeps nothing)."""
+    checks = check_server(client)
+    assert [c.name for c in checks] == NAMES
+    found = by_name(checks)
+    assert worst_status(checks) == "warn"
+    assert found["persistence"].status == "warn"
+    assert "forgets done-slot records" in found["persistence"].detail
+    others = [c for c in checks if c.name != "persistence"]
+    assert all(c.status == "pass" for c in others), others
+
+
+def test_version_names_the_server_and_the_minimum(client: redis.Redis) -> None:
+    """The version line says Redis or Valkey, the version, and the minimum."""
+    detail = by_name(check_server(client))["version"].detail
+    assert detail.startswith(("Redis ", "Valkey "))
+    assert "minimum" in detail
+    assert MIN_REDIS == (6, 2)
+
+
+def test_standalone_server_reports_no_cluster(client: redis.Redis) -> None:
+    """A standalone server passes the cluster check and says it is not a cluster."""
+    assert "standalone" in by_name(check_server(client))["cluster"].detail
+
+
+def test_probe_key_is_not_left_behind(client: redis.Redis) -> None:
+    """The scripting and keys checks delete what they write."""
+    check_server(client, prefix="doctor-test")
+    assert list(client.scan_iter(match="doctor-test:*")) == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "status"),
+    [("allkeys-lru", "fail"), ("allkeys-random", "fail"), ("volatile-lru", "pass")],
+)
+def test_eviction_policy(
+    server_factory: Callable[..., RedisServer], policy: str, status: str
+) -> None:
+    """allkeys-* eviction fails (it can evict claim state); volatile-* passes."""
+    server = server_factory(extra_args=("--maxmemory-policy", policy))
+    check = by_name(check_server(server.client()))["eviction"]
+    assert check.status == status
+    assert policy in check.detail
+
+
+def test_aof_counts_as_persistence(server_factory: Callable[..., RedisServer]) -> None:
+    """With AOF on, the persistence check passes."""
+    server = server_factory(extra_args=("--appendonly", "yes"))
+    check = by_name(check_server(server.client()))["persistence"]
+    assert check == Check("persistence", "pass", "AOF enabled")
+
+
+def test_user_without_config_still_gets_the_policy_from_info(
+    server_factory: Callable[..., RedisServer],
+) -> None:
+    """Without CONFIG, the policy is read from INFO and the line says CONFIG was refused."""
+    server = server_factory(extra_args=("--maxmemory-policy", "allkeys-lru"))
+    checks = by_name(check_server(restricted_user(server, "-config")))
+    assert checks["eviction"].status == "fail"
+    assert "CONFIG GET is not permitted" in checks["eviction"].detail
+    assert checks["persistence"].status == "warn"
+    assert "not permitted" in checks["persistence"].detail
+    assert checks["scripting"].status == "pass"
+
+
+def test_user_without_config_info_or_scripts_gets_clear_lines(redis_server: RedisServer) -> None:
+    """ACL denials become warn/fail lines naming the ACL, never an exception."""
+    checks = by_name(check_server(restricted_user(redis_server, "-config", "-info", "-script")))
+    assert checks["reachable"].status == "pass"
+    assert checks["version"].status == "pass"  # HELLO is still allowed
+    assert checks["eviction"].status == "warn"
+    assert "not permitted for this user by the server's ACL" in checks["eviction"].detail
+    assert checks["scripting"].status == "fail"
+    assert "SCRIPT LOAD is not permitted" in checks["scripting"].detail
+
+
+def test_user_without_access_to_the_prefix_fails_the_keys_check(
+    redis_server: RedisServer,
+) -> None:
+    """A user whose key pattern excludes the prefix is told which pattern to grant."""
+    name = f"u{uuid.uuid4().hex[:8]}"
+    redis_server.client().execute_command("ACL", "SETUSER", name, "on", ">pw", "~other:*", "+@all")
+    user = redis_server.client(username=name, password="pw")
+    checks = by_name(check_server(user, prefix="myapp"))
+    assert checks["keys"].status == "fail"
+    assert "~myapp:*" in checks["keys"].detail
+    assert checks["scripting"].status == "fail"
+
+
+def test_clock_skew_beyond_tolerance_warns(redis_server: RedisServer) -> None:
+    """A machine clock 5 s off Redis TIME warns; a wider tolerance accepts it."""
+    c = redis_server.client()
+    skewed = by_name(check_server(c, clock=OffsetClock(5.0)))["clock"]
+    assert skewed.status == "warn"
+    assert "ahead of" in skewed.detail
+    assert "NTP" in skewed.detail
+    tolerant = by_name(check_server(c, clock=OffsetClock(5.0), clock_tolerance=30))["clock"]
+    assert tolerant.status == "pass"
+
+
+def test_unreachable_server_is_one_failed_line() -> None:
+    """Nothing listening: one failed 'reachable' check and nothing else."""
+    c = redis.Redis(port=free_port(), socket_connect_timeout=1)
+    checks = check_server(c)
+    assert len(checks) == 1
+    assert checks[0].name == "reachable"
+    assert checks[0].status == "fail"
+    assert "ConnectionError" in checks[0].detail
