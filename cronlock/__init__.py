@@ -7,7 +7,9 @@ private and may change without notice.
 from __future__ import annotations
 
 from cronlock._version import __version__
+from cronlock._stats import RunnerStatistics
 from cronlock.clock import Clock, FakeClock, OffsetClock, SystemClock
+from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import (
     ConfigurationError,
     CorruptStateError,
@@ -17,20 +19,32 @@ from cronlock.errors import (
     LockNotAcquired,
 )
 from cronlock.exclusive import configure, exclusive
+from cronlock.job import Job
 from cronlock.lock import LockInfo, RedisLock, inspect, redis_lock
+from cronlock.runner import CronRunner
+from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
 __all__ = [
     "Clock",
     "ConfigurationError",
     "CorruptStateError",
+    "CronRunner",
+    "CronSchedule",
     "CronlockError",
+    "ErrorContext",
     "FakeClock",
+    "IntervalSchedule",
+    "Job",
+    "JobContext",
     "JobCancelled",
     "LockInfo",
     "LockLost",
     "LockNotAcquired",
     "OffsetClock",
+    "OnceSchedule",
     "RedisLock",
+    "RunnerStatistics",
+    "Schedule",
     "SystemClock",
     "__version__",
     "configure",

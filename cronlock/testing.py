@@ -14,7 +14,14 @@ from typing import Any, Callable
 from cronlock._server import RedisServer, find_server_binary, free_port
 from cronlock.clock import FakeClock, OffsetClock
 
-__all__ = ["FakeClock", "OffsetClock", "RedisServer", "find_server_binary", "free_port", "wait_until"]
+__all__ = [
+    "FakeClock",
+    "OffsetClock",
+    "RedisServer",
+    "find_server_binary",
+    "free_port",
+    "wait_until",
+]
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
