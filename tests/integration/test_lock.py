@@ -97,7 +97,7 @@ def test_with_block_raises_lock_lost_on_exit(client: redis.Redis) -> None:
 
 def test_body_exception_wins_over_lock_lost(client: redis.Redis) -> None:
     """If the body raised, that exception propagates, not LockLost."""
-    with pytest.raises(KeyError), redis_lock(client, "job", ttl=5) as lock:
+    with pytest.raises(KeyError), redis_lock(client, "job", ttl=5) as lock:  # noqa: PT012 - the block's exit is under test
         client.delete(KEYS.lock)
         raise KeyError("body")
     assert lock.lost.is_set()
@@ -130,7 +130,7 @@ def test_handle_reacquires_with_new_token(client: redis.Redis) -> None:
 
 def test_extend_resets_the_lease(client: redis.Redis) -> None:
     """extend(ttl) sets the key's PTTL to the new ttl; extend on a lost lock raises LockLost."""
-    with pytest.raises(LockLost), redis_lock(client, "job", ttl=1) as lock:
+    with pytest.raises(LockLost), redis_lock(client, "job", ttl=1) as lock:  # noqa: PT012 - the block's exit is under test
         lock.extend(8)
         assert 7000 < client.pttl(KEYS.lock) <= 8000
         assert lock.remaining() > 7
@@ -170,7 +170,7 @@ def test_renewal_keeps_lock_past_ttl(client: redis.Redis) -> None:
 def test_renewal_detects_stolen_lock(client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
     """A renewal that finds another owner sets lost, calls on_lost, logs WARNING; exit raises."""
     called = threading.Event()
-    with (
+    with (  # noqa: PT012 - the block's exit is under test
         caplog.at_level(logging.WARNING, logger="cronlock"),
         pytest.raises(LockLost),
         redis_lock(client, "job", ttl=0.3, renew=True, on_lost=lambda _l: called.set()) as lock,
@@ -266,7 +266,7 @@ def test_server_restart_while_held(server_factory: Any) -> None:
     """A restart (data lost) while held: renewal reports the loss, exit raises, re-acquire works."""
     server = server_factory()
     client = server.client(socket_timeout=2, socket_connect_timeout=2)
-    with pytest.raises(LockLost), redis_lock(client, "job", ttl=0.6, renew=True) as lock:
+    with pytest.raises(LockLost), redis_lock(client, "job", ttl=0.6, renew=True) as lock:  # noqa: PT012 - the block's exit is under test
         fence = lock.fencing_token
         server.restart()
         assert lock.lost.wait(10)

@@ -1,0 +1,151 @@
+"""``@exclusive`` and ``configure``: run only while holding the lock; skip or raise when held."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+import cronlock
+from cronlock import ConfigurationError, LockLost, LockNotAcquired, exclusive, redis_lock
+from cronlock._keys import LockKeys
+from cronlock._server import free_port
+
+KEYS = LockKeys.of("cronlock", "nightly")
+# `cronlock.exclusive` is the decorator; the module is reached through sys.modules.
+exclusive_module = importlib.import_module("cronlock.exclusive")
+
+
+@pytest.fixture(autouse=True)
+def no_default_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no configured client and no URL in the environment."""
+    monkeypatch.delenv("CRONLOCK_REDIS_URL", raising=False)
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setattr(exclusive_module, "_from_env", None)
+    cronlock.configure(None)
+    yield
+    cronlock.configure(None)
+
+
+def test_runs_while_holding_the_lock(client: redis.Redis) -> None:
+    """The function runs with the lock held and returns its value; the lock is released after."""
+
+    @exclusive("nightly", ttl=5, client=client)
+    def job(x: int, *, y: int) -> int:
+        assert client.exists(KEYS.lock) == 1
+        return x + y
+
+    assert job(1, y=2) == 3
+    assert client.exists(KEYS.lock) == 0
+
+
+def test_skips_when_held_elsewhere(client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    """Held elsewhere: returns None without running and logs at INFO (not WARNING)."""
+    ran = []
+
+    @exclusive("nightly", ttl=5, client=client)
+    def job() -> str:
+        ran.append(1)
+        return "ran"
+
+    with caplog.at_level(logging.DEBUG, logger="cronlock"), redis_lock(client, "nightly", ttl=5):
+        assert job() is None
+    assert ran == []
+    skipped = [r for r in caplog.records if "skipped" in r.getMessage()]
+    assert [r.levelno for r in skipped] == [logging.INFO]
+    assert "job" in skipped[0].getMessage()
+
+
+def test_raises_when_asked(client: redis.Redis) -> None:
+    """on_locked='raise' raises LockNotAcquired when held elsewhere."""
+
+    @exclusive("nightly", ttl=5, client=client, on_locked="raise")
+    def job() -> None:
+        raise AssertionError("must not run")
+
+    with redis_lock(client, "nightly", ttl=5), pytest.raises(LockNotAcquired):
+        job()
+
+
+def test_wraps_metadata(client: redis.Redis) -> None:
+    """functools.wraps keeps the name and docstring."""
+
+    @exclusive("nightly", ttl=5, client=client)
+    def nightly_import() -> None:
+        """Import things."""
+
+    assert nightly_import.__name__ == "nightly_import"
+    assert nightly_import.__doc__ == "Import things."
+
+
+def test_function_exception_releases(client: redis.Redis) -> None:
+    """An exception from the function propagates and the lock is released."""
+
+    @exclusive("nightly", ttl=5, client=client)
+    def job() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        job()
+    assert client.exists(KEYS.lock) == 0
+
+
+def test_lost_lock_raises(client: redis.Redis) -> None:
+    """If the lock is taken while the function runs, the call raises LockLost."""
+
+    @exclusive("nightly", ttl=5, client=client, renew=False)
+    def job() -> None:
+        client.set(KEYS.lock, "thief")
+
+    with pytest.raises(LockLost):
+        job()
+
+
+def test_configured_client(client: redis.Redis) -> None:
+    """Without client=, the one given to configure() is used."""
+    cronlock.configure(client=client)
+
+    @exclusive("nightly", ttl=5)
+    def job() -> bool:
+        return bool(client.exists(KEYS.lock))
+
+    assert job() is True
+
+
+def test_client_from_environment(
+    monkeypatch: pytest.MonkeyPatch, redis_server: Any, redis_url: str
+) -> None:
+    """Without client= or configure(), CRONLOCK_REDIS_URL wins over REDIS_URL, read at call time."""
+
+    @exclusive("nightly", ttl=5)
+    def job() -> str:
+        return "ran"
+
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    monkeypatch.setenv("REDIS_URL", dead)  # decoration did not connect anywhere
+    monkeypatch.setenv("CRONLOCK_REDIS_URL", redis_url)
+    assert job() == "ran"
+    monkeypatch.delenv("CRONLOCK_REDIS_URL")
+    with pytest.raises(redis.ConnectionError):
+        job()
+
+
+def test_no_client_anywhere() -> None:
+    """With no client from any source, the call raises ConfigurationError naming the options."""
+
+    @exclusive("nightly", ttl=5)
+    def job() -> None:
+        raise AssertionError("must not run")
+
+    with pytest.raises(ConfigurationError, match="CRONLOCK_REDIS_URL"):
+        job()
+
+
+def test_configure_refuses_non_client() -> None:
+    """configure() refuses something that is not a redis-py client."""
+    with pytest.raises(TypeError, match="client must be"):
+        cronlock.configure(client="redis://localhost")
