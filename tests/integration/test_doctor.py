@@ -11,6 +11,7 @@ import redis
 from cronlock._server import RedisServer, free_port
 from cronlock.clock import OffsetClock
 from cronlock.doctor import MIN_REDIS, Check, check_server, worst_status
+from cronlock.testing import wait_until
 
 NAMES = ["reachable", "version", "eviction", "cluster", "clock", "persistence", "scripting", "keys"]
 
@@ -136,3 +137,17 @@ def test_unreachable_server_is_one_failed_line() -> None:
     assert checks[0].name == "reachable"
     assert checks[0].status == "fail"
     assert "ConnectionError" in checks[0].detail
+
+
+def test_cluster_node_reports_state_and_node_count(
+    server_factory: Callable[..., RedisServer],
+) -> None:
+    """A cluster node without slots fails the cluster check; once it serves all slots, it passes."""
+    server = server_factory(extra_args=("--cluster-enabled", "yes"))
+    c = server.client()
+    down = by_name(check_server(c))["cluster"]
+    assert down.status == "fail"
+    assert "cluster of 1 nodes" in down.detail
+    c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+    wait_until(lambda: by_name(check_server(c))["cluster"].status == "pass", 30)
+    assert "state ok" in by_name(check_server(c))["cluster"].detail
