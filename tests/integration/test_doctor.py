@@ -143,7 +143,10 @@ def test_cluster_node_reports_state_and_node_count(
     server_factory: Callable[..., RedisServer],
 ) -> None:
     """A cluster node without slots fails the cluster check; once it serves all slots, it passes."""
-    server = server_factory(extra_args=("--cluster-enabled", "yes"))
+    # An explicit bus port: the default (port + 10000) can exceed 65535 for a free port.
+    server = server_factory(
+        extra_args=("--cluster-enabled", "yes", "--cluster-port", str(free_port()))
+    )
     c = server.client()
     down = by_name(check_server(c))["cluster"]
     assert down.status == "fail"
