@@ -55,6 +55,8 @@ ErrorHandler = Callable[[BaseException, ErrorContext], Any]
 # The scheduler never sleeps longer than this, so a wall clock that jumps is noticed
 # within this long. Idle cost stays one wake-up per period, whatever the number of jobs.
 MAX_SLEEP_S = 5.0
+# A slot popped this late (beyond catch-up and jitter) still counts as on time.
+SCHEDULING_SLACK_MS = 1000
 # A claim that failed on a Redis error is tried again after this, while within catch-up.
 CLAIM_RETRY_MS = 1000
 # Many jobs due together are claimed in pipelines of this many.
@@ -238,7 +240,7 @@ class CronRunner:
         ) -> Job:
             return self.add_job(fn, schedule, args=args, kwargs=kwargs)
 
-        return Every(interval, register)
+        return Every(interval, register, clock=self.clock.time)
 
     def _decorator(self, schedule: Schedule, options: dict[str, Any]) -> Callable[[F], F]:
         unknown = sorted(set(options) - OPTION_NAMES)
@@ -455,11 +457,13 @@ class CronRunner:
         A late wake-up (process paused, host suspended) may have passed several slots:
         the latest one within catch-up runs once, older ones are coalesced into it.
         """
-        catch_up = job.options.catch_up_ms
+        options = job.options
         latest = job.schedule.latest_at_or_before(now_ms)
         if latest is not None and latest > slot_ms:
             slot_ms = latest
-        return slot_ms if now_ms - slot_ms <= catch_up else None
+        # Being woken a little after the boundary (jitter, a busy machine) is not missing it.
+        allowed = options.catch_up_ms + options.jitter_ms + SCHEDULING_SLACK_MS
+        return slot_ms if now_ms - slot_ms <= allowed else None
 
     def _request(self, entry: _Entry) -> _claims.ClaimRequest:
         job = entry.job
