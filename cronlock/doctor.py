@@ -53,11 +53,12 @@ __all__ = ["MIN_REDIS", "MIN_VALKEY", "Check", "check_server", "worst_status"]
 #:   replication the default, 7.0 the only mode.
 #: * The minimal user is described with ACLs (``ACL SETUSER``, 6.0+), and ``HELLO`` tells
 #:   the server and version even to a user without ``INFO`` (6.0+).
-#: * 6.2 is the oldest release line we have run the suite on, and the oldest with
-#:   ``CLIENT PAUSE WRITE`` and ``SET ... PXAT`` used by the fault tests.
+#: * 6.2 adds ACL channel permissions (``&pattern``), which the minimal ACL user needs
+#:   once schedule changes are announced over pub/sub.
 #:
 #: ``EVALSHA`` (2.6), ``SET PX NX`` (2.6.12) and sorted sets are far older. Between 5.0
-#: and 6.2 the check warns (should work, untested); below 5.0 it fails.
+#: and 6.2 the check warns (should work, untested); below 5.0 it fails. The suite runs on
+#: Redis 7.0 and Valkey 8.1; 6.2 itself is not in CI.
 MIN_REDIS = (6, 2)
 #: Valkey forked from Redis 7.2.4; every Valkey release is at least that.
 MIN_VALKEY = (7, 2)
