@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import time
 from collections.abc import Iterator
 
@@ -15,9 +16,23 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from cronlock._server import RedisServer
+from cronlock._server import RedisServer, free_port
 
 SLOTS = 16384
+
+
+def cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is valid and free too."""
+    while True:
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
 
 
 def start_cluster(masters: int = 3, timeout: float = 20.0) -> list[RedisServer]:
@@ -25,7 +40,7 @@ def start_cluster(masters: int = 3, timeout: float = 20.0) -> list[RedisServer]:
     servers: list[RedisServer] = []
     try:
         for _ in range(masters):
-            server = RedisServer()
+            server = RedisServer(port=cluster_port())
             server.extra_args = (
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", os.path.join(server.dir, "nodes.conf"),

@@ -28,16 +28,20 @@ local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
--- Forget waiters whose place lapsed (they died or gave up without saying so).
-local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms, 'LIMIT', 0, 100)
-if #expired > 0 then
-    redis.call('ZREM', KEYS[3], unpack(expired))
-    redis.call('ZREM', KEYS[4], unpack(expired))
+-- Forget waiters whose place lapsed (they died or gave up without saying so). Without
+-- a queue (the common, uncontended case) there is nothing to look at.
+local head = {}
+if redis.call('EXISTS', KEYS[3]) == 1 then
+    local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms, 'LIMIT', 0, 100)
+    if #expired > 0 then
+        redis.call('ZREM', KEYS[3], unpack(expired))
+        redis.call('ZREM', KEYS[4], unpack(expired))
+    end
+    head = redis.call('ZRANGE', KEYS[3], 0, 0)
 end
 
 local place_ms = tonumber(ARGV[5])
 if redis.call('EXISTS', KEYS[1]) == 0 then
-    local head = redis.call('ZRANGE', KEYS[3], 0, 0)
     if head[1] == nil or head[1] == token then
         redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
         local stored = tonumber(redis.call('HGET', KEYS[2], 'fence') or '0') or 0

@@ -23,6 +23,9 @@ elseif current then
     return 0
 end
 
+if redis.call('EXISTS', KEYS[2]) == 0 then  -- nobody waits: the common case
+    return owned
+end
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now_ms, 'LIMIT', 0, 100)
