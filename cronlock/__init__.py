@@ -6,8 +6,8 @@ private and may change without notice.
 
 from __future__ import annotations
 
-from cronlock._version import __version__
 from cronlock._stats import RunnerStatistics
+from cronlock._version import __version__
 from cronlock.clock import Clock, FakeClock, OffsetClock, SystemClock
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import (
@@ -35,8 +35,8 @@ __all__ = [
     "FakeClock",
     "IntervalSchedule",
     "Job",
-    "JobContext",
     "JobCancelled",
+    "JobContext",
     "LockInfo",
     "LockLost",
     "LockNotAcquired",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Optional
 
 from redis.exceptions import RedisError
@@ -23,6 +24,7 @@ from cronlock import _claims
 from cronlock._renewer import get_renewer
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import JobCancelled
+from cronlock.observers import RunRecord, format_traceback, notify
 
 if TYPE_CHECKING:
     from cronlock.job import Job
@@ -63,6 +65,7 @@ class Run:
             runner_id=runner.runner_id,
         )
         self.lost = False
+        self.error: Optional[BaseException] = None
         self.finished = threading.Event()
         self._closed = False  # no more renewals
         self._lock = threading.Lock()
@@ -120,9 +123,15 @@ class Run:
 
     def execute(self) -> None:
         """Call the handler (with retries), then record the outcome. Never raises."""
+        observers = self.runner.observers
+        started_at = datetime.now(timezone.utc)
         try:
+            if observers:
+                notify(observers, "run_started", self.ctx, started_at)
             outcome = self._call_handler()
             self._finish(outcome)
+            if observers:
+                notify(observers, "run_finished", self._record(outcome, started_at))
         except Exception:  # defensive: nothing may escape into a worker thread
             logger.exception("cronlock: internal error running job %r", self.job.key)
         finally:
@@ -138,6 +147,7 @@ class Run:
             except JobCancelled:
                 return "cancelled"
             except Exception as exc:
+                self.error = exc
                 self.runner._report(exc, self._error_context("handler"))
                 if self.ctx.cancelled.is_set():
                     return "cancelled"
@@ -194,6 +204,23 @@ class Run:
             )
         except RedisError as exc:
             self.runner._report(exc, self._error_context("release"))
+
+    def _record(self, outcome: str, started_at: datetime) -> RunRecord:
+        status = "lost" if self.lost else {"done": "succeeded"}.get(outcome, outcome)
+        error = self.error if status == "failed" else None
+        return RunRecord(
+            key=self.job.key,
+            slot=self.ctx.slot,
+            attempt=self.ctx.attempt,
+            fencing_token=self.ctx.fencing_token,
+            owner=self.runner.holder,
+            runner_id=self.runner.runner_id,
+            status=status,
+            started_at=started_at,
+            finished_at=datetime.now(timezone.utc),
+            error_type=type(error).__name__ if error is not None else None,
+            traceback=format_traceback(error) if error is not None else None,
+        )
 
     def _error_context(self, phase: str) -> ErrorContext:
         return ErrorContext(self.job.key, phase, self.ctx.slot_ms, self.ctx.attempt)

