@@ -148,6 +148,7 @@ class Job:
         self.enabled = True
         self.generation = 0  # bumped on stop/destroy: heap entries of older generations are dropped
         self.next_slot_ms: Optional[int] = None
+        self.tags: frozenset[Any] = frozenset()
 
     @property
     def next_run(self) -> Optional[datetime]:

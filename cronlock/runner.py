@@ -27,7 +27,7 @@ import secrets
 import socket
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -164,6 +164,7 @@ class CronRunner:
         *,
         args: tuple[Any, ...] = (),
         kwargs: Optional[dict[str, Any]] = None,
+        tags: Iterable[Any] = (),
         **options: Any,
     ) -> Job:
         """Register ``fn`` to run on ``schedule``; the other registration calls use this.
@@ -186,6 +187,7 @@ class CronRunner:
                     "pass a distinct key=..."
                 )
             job = Job(self, key, fn=fn, call=call, schedule=schedule, options=job_options)
+            job.tags = frozenset(tags)
             self._jobs[key] = job
             if self._seeded:
                 self._seed(job, self._now_ms())
@@ -197,11 +199,15 @@ class CronRunner:
     ) -> Callable[[F], F]:
         """Decorator: run the function at each time a cron expression matches.
 
-        The function is returned unchanged, so it stays callable.
+        ``H`` fields are hashed on the job key (``key=``, else ``module.qualname``), so
+        every replica derives the same minute. The function is returned unchanged.
         """
-        hash_id = options.get("key")
-        schedule = CronSchedule(expression, timezone=timezone, dst_fold=dst_fold, hash_id=hash_id)
-        return self._decorator(schedule, options)
+        CronSchedule(expression, timezone=timezone, dst_fold=dst_fold, hash_id="validate")
+
+        def schedule_for(key: str) -> Schedule:
+            return CronSchedule(expression, timezone=timezone, dst_fold=dst_fold, hash_id=key)
+
+        return self._decorator(schedule_for, options)
 
     def interval(
         self,
@@ -228,11 +234,13 @@ class CronRunner:
                 f"hours={hours!r}"
             )
         total = total_ms / 1000
-        return self._decorator(IntervalSchedule(total, offset=offset), options)
+        schedule = IntervalSchedule(total, offset=offset)
+        return self._decorator(lambda key: schedule, options)
 
     def at(self, when: Any, **options: Any) -> Callable[[F], F]:
         """Decorator: run once, cluster-wide, at ``when`` (aware datetime or ISO-8601)."""
-        return self._decorator(OnceSchedule(when), options)
+        schedule = OnceSchedule(when)
+        return self._decorator(lambda key: schedule, options)
 
     def every(self, interval: int = 1) -> Every:
         """The ``schedule`` library's DSL: ``runner.every(10).minutes.do(fn)``."""
@@ -244,11 +252,13 @@ class CronRunner:
             kwargs: dict[str, Any],
             tags: Any,
         ) -> Job:
-            return self.add_job(fn, schedule, args=args, kwargs=kwargs)
+            return self.add_job(fn, schedule, args=args, kwargs=kwargs, tags=tags)
 
         return Every(interval, register, clock=self.clock.time)
 
-    def _decorator(self, schedule: Schedule, options: dict[str, Any]) -> Callable[[F], F]:
+    def _decorator(
+        self, schedule_for: Callable[[str], Schedule], options: dict[str, Any]
+    ) -> Callable[[F], F]:
         unknown = sorted(set(options) - OPTION_NAMES)
         if unknown:
             raise ConfigurationError(
@@ -257,7 +267,9 @@ class CronRunner:
             )
 
         def decorate(fn: F) -> F:
-            self.add_job(fn, schedule, **options)
+            key = options.get("key")
+            key = default_key(fn) if key is None else check_key(key)
+            self.add_job(fn, schedule_for(key), **{**options, "key": key})
             return fn
 
         return decorate

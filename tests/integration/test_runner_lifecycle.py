@@ -268,3 +268,24 @@ def test_timedelta_ttl_is_accepted(client: redis.Redis) -> None:
     runner = CronRunner(client, prefix="lc")
     job = runner.add_job(lambda: None, _interval(10), key="td", ttl=timedelta(milliseconds=1500))
     assert job.options.ttl_ms == 1500
+
+
+def test_hashed_cron_fields_use_the_default_key(client: redis.Redis) -> None:
+    """An H expression without key= hashes on module.qualname: same minute in every replica."""
+    minutes = set()
+    for _ in range(2):
+        runner = CronRunner(client, prefix="lc")
+
+        @runner.cron("H * * * *")
+        def hashed() -> None: ...
+
+        (job,) = runner.jobs
+        minutes.add(job.schedule.next_after(0))
+    assert len(minutes) == 1
+
+
+def test_every_tags_are_kept_on_the_job(client: redis.Redis) -> None:
+    """Tags given with .tag() are kept on the job handle."""
+    runner = CronRunner(client, prefix="lc")
+    job = runner.every(5).minutes.tag("reports", "daily").do(lambda: None)
+    assert job.tags == {"reports", "daily"}
