@@ -1,0 +1,261 @@
+"""Lock acquire+release throughput: cronlock against the raw floor and other libraries.
+
+Run:  python bench/locks.py  [--slice 0.5] [--slices 5]
+
+One private server (cronlock.testing.RedisServer); implementations run in interleaved
+slices and the median per-slice rate is reported, so drift of the machine (other work
+on the box) hits every implementation alike. Figures:
+
+* uncontended cycles/s (one thread, a fresh key per slice) and the ratio to the floor;
+* round trips per cycle, counted on the client's sockets, and server commands per cycle
+  from INFO commandstats deltas (commands run inside scripts count there too);
+* with 8 threads contending for one key: cycles/s and min / mean acquisitions per thread.
+
+The floor is the least any correct lock can do: ``SET NX PX`` then an ``EVALSHA``
+compare-and-delete, through redis-py. python-redis-lock and pottery are optional
+(``pip install python-redis-lock pottery``); they are not cronlock dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import statistics
+import threading
+import time
+from typing import Any, Callable, Optional
+
+import redis
+
+from cronlock import RedisLock
+from cronlock.testing import RedisServer
+
+TTL = 10
+SENDS = [0]
+
+
+class CountingConnection(redis.Connection):
+    """Counts socket writes: one per round trip (a pipeline is one)."""
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        SENDS[0] += 1
+        super().send_packed_command(command, check_health)
+
+
+Cycle = Callable[[str], None]
+# name -> (uncontended cycle factory, contended cycle factory)
+Impl = tuple[Callable[[redis.Redis], Cycle], Callable[[redis.Redis], Cycle]]
+
+COMPARE_AND_DELETE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def floor(client: redis.Redis, poll: Optional[float] = None) -> Cycle:
+    release = client.register_script(COMPARE_AND_DELETE)
+
+    def cycle(key: str) -> None:
+        token = secrets.token_hex(16)
+        while not client.set(key, token, nx=True, px=TTL * 1000):
+            if poll is None:
+                raise RuntimeError("floor: not acquired")
+            time.sleep(poll)
+        release(keys=[key], args=[token])
+
+    return cycle
+
+
+def cronlock_cycle(renew: bool, wait: Optional[float]) -> Callable[[redis.Redis], Cycle]:
+    def make(client: redis.Redis) -> Cycle:
+        def cycle(key: str) -> None:
+            lock = RedisLock(client, key, ttl=TTL, renew=renew, wait=wait).acquire()
+            lock.release()
+
+        return cycle
+
+    return make
+
+
+def redis_py(blocking: bool) -> Callable[[redis.Redis], Cycle]:
+    def make(client: redis.Redis) -> Cycle:
+        def cycle(key: str) -> None:
+            lock = client.lock(key, timeout=TTL)
+            if not lock.acquire(blocking=blocking):
+                raise RuntimeError("redis-py: not acquired")
+            lock.release()
+
+        return cycle
+
+    return make
+
+
+def implementations() -> dict[str, Impl]:
+    impls: dict[str, Impl] = {
+        "floor (SET NX + EVALSHA)": (floor, lambda c: floor(c, poll=0.001)),
+        "cronlock renew=False": (cronlock_cycle(False, None), cronlock_cycle(False, 30)),
+        "cronlock renew=True": (cronlock_cycle(True, None), cronlock_cycle(True, 30)),
+        "redis-py Lock": (redis_py(False), redis_py(True)),
+    }
+    try:
+        import redis_lock as prl
+    except ImportError:
+        print("python-redis-lock not installed: skipped (pip install python-redis-lock)")
+    else:
+        for renewal in (False, True):
+
+            def make(client: redis.Redis, renewal: bool = renewal, blocking: bool = False) -> Cycle:
+                def cycle(key: str) -> None:
+                    lock = prl.Lock(client, key, expire=TTL, auto_renewal=renewal)
+                    if not lock.acquire(blocking=blocking):
+                        raise RuntimeError("python-redis-lock: not acquired")
+                    lock.release()
+
+                return cycle
+
+            name = "python-redis-lock" + (" auto_renewal" if renewal else "")
+            impls[name] = (make, lambda c, m=make: m(c, blocking=True))
+    try:
+        import pottery
+    except ImportError:
+        print("pottery not installed: skipped (pip install pottery)")
+    else:
+
+        def make_pottery(client: redis.Redis, blocking: bool = False) -> Cycle:
+            def cycle(key: str) -> None:
+                lock = pottery.Redlock(key=key, masters={client}, auto_release_time=TTL)
+                if not lock.acquire(blocking=blocking):
+                    raise RuntimeError("pottery: not acquired")
+                lock.release()
+
+            return cycle
+
+        impls["pottery Redlock"] = (make_pottery, lambda c: make_pottery(c, blocking=True))
+    return impls
+
+
+def run_uncontended(cycle: Cycle, seconds: float) -> float:
+    key = "bench:" + secrets.token_hex(4)
+    count = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(20):
+            cycle(key)
+        count += 20
+    return count / (time.perf_counter() - start)
+
+
+def run_contended(cycle: Cycle, seconds: float, threads: int = 8) -> tuple[float, list[int]]:
+    key = "bench:" + secrets.token_hex(4)
+    counts = [0] * threads
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            while not stop.is_set():
+                cycle(key)
+                counts[i] += 1
+        except BaseException as error:
+            errors.append(error)
+
+    pool = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
+    start = time.perf_counter()
+    for t in pool:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in pool:
+        t.join(60)
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return sum(counts) / elapsed, counts
+
+
+def commandstats(client: redis.Redis) -> dict[str, int]:
+    return {k[len("cmdstat_") :]: int(v["calls"]) for k, v in client.info("commandstats").items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--slice", type=float, default=0.5, help="seconds per slice")
+    parser.add_argument("--slices", type=int, default=5, help="uncontended slices per impl")
+    parser.add_argument("--contended-slices", type=int, default=3)
+    args = parser.parse_args()
+
+    server = RedisServer().start()
+    try:
+        pool = redis.ConnectionPool(
+            host=server.host,
+            port=server.port,
+            socket_timeout=10,
+            connection_class=CountingConnection,
+        )
+        client = redis.Redis(connection_pool=pool)
+        info = client.info("server")
+        version = info["redis_version"]
+        print(f"server: redis {version} on port {server.port}; redis-py {redis.__version__}")
+        impls = implementations()
+        cycles = {name: make(client) for name, (make, _) in impls.items()}
+        blocking = {name: make(client) for name, (_, make) in impls.items()}
+
+        # Round trips and server commands per cycle (after a warm-up that loads scripts).
+        trips: dict[str, tuple[float, float]] = {}
+        for name, cycle in cycles.items():
+            run_uncontended(cycle, 0.1)
+            time.sleep(0.05)  # let stray renewal threads (python-redis-lock) settle
+            before, sends = commandstats(client), SENDS[0]
+            n = 300
+            for _ in range(n):
+                cycle("bench:count")
+            after = commandstats(client)
+            calls = sum(after.values()) - sum(before.values()) - 1  # minus the INFO
+            trips[name] = ((SENDS[0] - sends - 1) / n, calls / n)
+
+        rates: dict[str, list[float]] = {name: [] for name in impls}
+        for _ in range(args.slices):
+            for name, cycle in cycles.items():
+                rates[name].append(run_uncontended(cycle, args.slice))
+
+        contended: dict[str, list[tuple[float, list[int]]]] = {name: [] for name in impls}
+        for _ in range(args.contended_slices):
+            for name, cycle in blocking.items():
+                contended[name].append(run_contended(cycle, args.slice * 2))
+
+        floor_name = next(iter(impls))
+        floor_rate = statistics.median(rates[floor_name])
+        floor_cont = statistics.median(r for r, _ in contended[floor_name])
+        print()
+        header = (
+            f"{'implementation':28} {'cycles/s':>9} {'x floor':>8} {'RTT/cyc':>8} "
+            f"{'cmds/cyc':>9} | {'8 threads/s':>11} {'x floor':>8} {'min/mean':>9}"
+        )
+        print(header)
+        print("-" * len(header))
+        for name in impls:
+            rate = statistics.median(rates[name])
+            cont = statistics.median(r for r, _ in contended[name])
+            fairness = statistics.median(
+                min(c) / statistics.mean(c) if sum(c) else 0.0 for _, c in contended[name]
+            )
+            rt, cmds = trips[name]
+            print(
+                f"{name:28} {rate:9,.0f} {rate / floor_rate:8.2f} {rt:8.2f} {cmds:9.2f} | "
+                f"{cont:11,.0f} {cont / floor_cont:8.2f} {fairness:9.2f}"
+            )
+        print()
+        print(
+            "RTT/cyc: socket writes per acquire+release (client side); cmds/cyc: INFO "
+            "commandstats calls per cycle, including commands run inside scripts.\n"
+            "8 threads: one key, blocking acquires (floor polls every 1 ms; cronlock waits "
+            "in its FIFO queue); min/mean: fewest acquisitions of one thread / the mean "
+            "(median over slices)."
+        )
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
