@@ -97,6 +97,9 @@ class Run:
                 return None
             return now + min(self.lease_s / 3, max(0.05, (self.deadline - now) / 2))
         if until is None:
+            with self._lock:
+                if self._closed:  # the run finished while this renewal was on its way
+                    return None
             self._lose("another replica took the slot over, or a newer slot replaced it")
             return None
         self.deadline = sent + self.lease_s
@@ -129,6 +132,9 @@ class Run:
             if observers:
                 notify(observers, "run_started", self.ctx, started_at)
             outcome = self._call_handler()
+            # Stop renewing first: a renewal racing the finish would find the slot done
+            # and report a lease "lost" that was in fact handed back.
+            self.close()
             self._finish(outcome)
             if observers:
                 notify(observers, "run_finished", self._record(outcome, started_at))

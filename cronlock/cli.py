@@ -6,6 +6,7 @@ Commands::
     cronlock doctor [--clock-tolerance S]
     cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S] -- COMMAND [ARGS...]
     cronlock locks [KEY]
+    cronlock demo [--duration S] [--replicas N] [--no-kill]
 
 Global options (before or after the command): ``--redis-url URL`` (else
 ``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``), ``--prefix`` (default ``cronlock``),
@@ -60,6 +61,7 @@ COMMANDS: tuple[str, ...] = (
     "cronlock._cli.doctor",
     "cronlock._cli.exec_lock",
     "cronlock._cli.locks",
+    "cronlock._cli.demo",
 )
 
 
