@@ -196,7 +196,7 @@ class Demo:
                 self.tally.takeover = e
                 note = f"took the slot over ({e['t'] - self.tally.killed_at:.2f} s after the kill)"
             self.say(f"{prefix}  {note}")
-            return e["job"] == "long" and e["attempt"] == 1
+            return bool(e["job"] == "long" and e["attempt"] == 1)
         if not e["cancelled"]:
             self.tally.completions[key] += 1
         if e["job"] == "long" or e["cancelled"]:
