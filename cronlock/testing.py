@@ -4,6 +4,8 @@
   installation needed with the ``embedded`` extra).
 * :class:`FakeClock` and :class:`OffsetClock` stand in for wall time.
 * :func:`wait_until` polls a condition with a deadline, instead of a bare sleep.
+* :class:`TcpProxy` sits between clients and a server and injects network faults
+  (delay, partition, reset, a reply lost after its command was applied).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from cronlock._proxy import TcpProxy
 from cronlock._server import RedisServer, find_server_binary, free_port
 from cronlock.clock import FakeClock, OffsetClock
 
@@ -18,6 +21,7 @@ __all__ = [
     "FakeClock",
     "OffsetClock",
     "RedisServer",
+    "TcpProxy",
     "find_server_binary",
     "free_port",
     "wait_until",
