@@ -224,7 +224,7 @@ class PostgresHistory:
             self._give_up_at = time.monotonic() + timeout
             self._wake.notify_all()
         thread.join(timeout)
-        return not self._rows
+        return not self._rows and not self._gave_up
 
     # -- the operator side ------------------------------------------------------------
 
@@ -281,6 +281,7 @@ class PostgresHistory:
         self._conn: Optional[psycopg.Connection[Any]] = None
         self._closing = False
         self._give_up_at = float("inf")
+        self._gave_up = False
         self._written = 0
         self._dropped = 0
         self._dropped_unwarned = 0
@@ -341,6 +342,7 @@ class PostgresHistory:
             if self._closing and time.monotonic() >= self._give_up_at:
                 lost = len(self._rows)
                 self._rows.clear()
+                self._gave_up = True
                 self._dropped += lost
                 logger.warning(
                     "cronlock: PostgreSQL history %s closed with %d run records unwritten",
@@ -376,7 +378,7 @@ class PostgresHistory:
                     "buffered, retrying",
                     self._name(),
                     type(exc).__name__,
-                    str(exc).strip(),
+                    _one_line(exc),
                     len(self._rows),
                 )
             return False
@@ -392,7 +394,7 @@ class PostgresHistory:
                     "cronlock: PostgreSQL history %s: write refused (%s: %s); retrying",
                     self._name(),
                     type(exc).__name__,
-                    str(exc).strip(),
+                    _one_line(exc),
                 )
                 return False
             logger.error(
@@ -402,7 +404,7 @@ class PostgresHistory:
                 len(rows),
                 self._rejections,
                 type(exc).__name__,
-                str(exc).strip(),
+                _one_line(exc),
             )
             with self._lock:
                 for _ in rows:
@@ -512,6 +514,10 @@ def _row(record: RunRecord) -> tuple[Any, ...]:
         None if record.error_type is None else _text(record.error_type),
         None if record.traceback is None else _text(record.traceback),
     )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _text(value: str) -> str:
