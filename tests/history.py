@@ -55,28 +55,57 @@ class History:
 class Replicas:
     """Start and stop replica processes (``tests/replica.py``)."""
 
-    def __init__(self, url: str, record_dir: Path, jobs: list[str], prefix: str = "replica-test"):
+    def __init__(
+        self,
+        url: str,
+        record_dir: Path,
+        jobs: list[str],
+        prefix: str = "replica-test",
+        extra: tuple[str, ...] = (),
+    ):
         self.url = url
         self.record_dir = record_dir
         self.jobs = jobs
         self.prefix = prefix
+        self.extra = extra  # arguments every replica gets (topology, timeouts)
         self.procs: list[subprocess.Popen[str]] = []
 
-    def start(self, offset: float = 0.0, extra: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    def start(
+        self, offset: float = 0.0, extra: tuple[str, ...] = (), url: Optional[str] = None
+    ) -> subprocess.Popen[str]:
+        """Start one replica (``url`` overrides the shared one, e.g. a proxy's)."""
+        proc = self.spawn(offset, extra, url)
+        self.wait_ready([proc])
+        return proc
+
+    def start_many(self, count: int, extra: tuple[str, ...] = ()) -> list[subprocess.Popen[str]]:
+        """Start ``count`` replicas at once (their imports overlap) and wait until all are ready."""
+        procs = [self.spawn(0.0, extra) for _ in range(count)]
+        self.wait_ready(procs)
+        return procs
+
+    def wait_ready(self, procs: list[subprocess.Popen[str]]) -> None:
+        for proc in procs:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "ready"
+
+    def spawn(
+        self, offset: float = 0.0, extra: tuple[str, ...] = (), url: Optional[str] = None
+    ) -> subprocess.Popen[str]:
+        """Launch one replica without waiting for it to be ready."""
         args = [
             sys.executable,
             "-m",
             "tests.replica",
-            self.url,
+            url or self.url,
             "--record-dir",
             str(self.record_dir),
+            *self.extra,
         ]
         args += ["--prefix", self.prefix, "--offset", str(offset), *extra]
         for job in self.jobs:
             args += ["--job", job]
         proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
         self.procs.append(proc)
         return proc
 

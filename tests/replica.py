@@ -6,8 +6,24 @@ Every handler start and end is appended as a JSON line to ``<record-dir>/<pid>.j
     python -m tests.replica redis://127.0.0.1:6400/0 --record-dir DIR \\
         --job fast:1:0.1:3 --job slow:10:4:2 [--offset -0.4] [--prefix p]
 
-A job is ``name:interval_s:duration_s:ttl_s``. The process prints ``ready`` once its
+A job is ``name:interval_s:duration_s:ttl_s``; ``--many name:interval:duration:ttl:N``
+registers N such jobs ``name0`` .. ``name{N-1}``. The process prints ``ready`` once its
 runner has started, and stops gracefully on SIGTERM.
+
+Besides ``start``/``end`` (one per handler call) and ``error`` (``on_error``), the
+replica records what the fault checker needs to know about leases, observed at the
+``cronlock._claims`` call boundary (nothing about Redis is faked):
+
+* ``claim``: a won claim - job, slot, owner, attempt, fence and ``lease`` (the lease
+  deadline on Redis's clock, epoch ms);
+* ``renew``: a renewal that succeeded - job, slot, owner and the new ``lease``;
+* ``finish``: the runner recording a run's end - outcome and ``ok`` (False: refused,
+  the slot was no longer this owner's).
+
+Redis runs on the same host in these tests, so its ``TIME`` and ``time.time()`` here are
+the same clock (an ``--offset`` skews only the runner's clock, never the records).
+Topology: a URL (``redis://``, ``rediss://``, a proxy's URL), ``--sentinel
+host:port,host:port --service NAME``, or ``--cluster`` (the URL is one node).
 """
 
 from __future__ import annotations
@@ -24,7 +40,27 @@ from typing import Any, Callable
 
 import redis
 
-from cronlock import CronRunner, JobContext, OffsetClock
+from cronlock import CronRunner, JobContext, OffsetClock, _claims
+
+RecordFn = Callable[..., None]
+
+
+class JumpingClock(OffsetClock):
+    """A wall clock that jumps: ``+amount`` for ``period`` seconds, then ``-amount``, ...
+
+    What NTP stepping a badly drifted clock, or a VM resumed from a snapshot, looks like
+    to a replica. The monotonic clock is untouched.
+    """
+
+    def __init__(self, offset: float, period: float, amount: float) -> None:
+        super().__init__(offset)
+        self.period = period
+        self.amount = amount
+
+    def time(self) -> float:
+        now = time.time()
+        sign = 1 if int(now / self.period) % 2 == 0 else -1
+        return now + self.offset + sign * self.amount
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,9 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("url")
     parser.add_argument("--record-dir", required=True)
     parser.add_argument("--job", action="append", default=[])
+    parser.add_argument("--many", action="append", default=[])
     parser.add_argument("--offset", type=float, default=0.0)
+    parser.add_argument("--jump", default="", help="PERIOD:AMOUNT, a clock that jumps")
     parser.add_argument("--prefix", default="replica-test")
     parser.add_argument("--max-attempts", type=int, default=3)
+    parser.add_argument("--catch-up", type=float, default=None)
+    parser.add_argument("--socket-timeout", type=float, default=2.0)
+    parser.add_argument("--sentinel", default="", help="host:port,... of the sentinels")
+    parser.add_argument("--service", default="mymaster")
+    parser.add_argument("--cluster", action="store_true")
     args = parser.parse_args(argv)
 
     record = Path(args.record_dir) / f"{os.getpid()}.jsonl"
@@ -46,22 +89,35 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             out.write(json.dumps(fields) + "\n")
 
-    client = redis.Redis.from_url(args.url, socket_timeout=2, socket_connect_timeout=2)
+    client = make_client(args)
+    clock = OffsetClock(args.offset)
+    if args.jump:
+        period, amount = (float(x) for x in args.jump.split(":"))
+        clock = JumpingClock(args.offset, period, amount)
+    record_leases(log)
     runner = CronRunner(
         client,
         prefix=args.prefix,
-        clock=OffsetClock(args.offset),
+        clock=clock,
         max_attempts=args.max_attempts,
-        on_error=lambda e, c: log(event="error", job=c.key, phase=c.phase, error=repr(e)),
+        on_error=lambda e, c: log(
+            event="error", job=c.key, phase=c.phase, slot=c.slot_ms, error=repr(e)
+        ),
     )
-    for spec in args.job:
+    specs = list(args.job)
+    for spec in args.many:
+        name, rest = spec.split(":", 1)
+        *fields, count = rest.split(":")
+        specs += [":".join([f"{name}{i}", *fields]) for i in range(int(count))]
+    for spec in specs:
         name, interval, duration, ttl = spec.split(":")
+        catch_up = min(float(interval), 1.0) if args.catch_up is None else args.catch_up
         runner.add_job(
             make_handler(name, float(duration), log),
             _interval(float(interval)),
             key=name,
             ttl=float(ttl),
-            catch_up=min(float(interval), 1.0),
+            catch_up=catch_up,
         )
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
@@ -74,15 +130,92 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def make_client(args: argparse.Namespace) -> Any:
+    """The redis-py client for the topology the arguments name."""
+    timeouts = {"socket_timeout": args.socket_timeout, "socket_connect_timeout": 1.0}
+    if args.sentinel:
+        from redis.sentinel import Sentinel
+
+        nodes = [(h, int(p)) for h, p in (n.split(":") for n in args.sentinel.split(","))]
+        sentinel = Sentinel(nodes, sentinel_kwargs=timeouts, **timeouts)
+        return sentinel.master_for(args.service)
+    if args.cluster:
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(args.url, **timeouts)
+    return redis.Redis.from_url(args.url, **timeouts)
+
+
+def _job_of(state_key: str) -> str:
+    return state_key[state_key.index("{") + 1 : state_key.rindex("}")]
+
+
+def record_leases(log: RecordFn) -> None:
+    """Record won claims and successful renewals (wraps the module functions the runner
+    calls; the calls themselves are unchanged)."""
+    claim, claim_many, renew = _claims.claim, _claims.claim_many, _claims.renew
+    finish = _claims.finish
+
+    def note(request: _claims.ClaimRequest, reply: _claims.ClaimReply) -> None:
+        if reply.status == _claims.WON:
+            log(
+                event="claim",
+                job=_job_of(request.state_key),
+                slot=request.slot_ms,
+                owner=request.owner,
+                attempt=reply.attempt,
+                fence=reply.fence,
+                lease=reply.lease_until_ms,
+                lease_ms=request.lease_ms,
+            )
+
+    def claim_logged(client: Any, request: _claims.ClaimRequest) -> _claims.ClaimReply:
+        reply = claim(client, request)
+        note(request, reply)
+        return reply
+
+    def claim_many_logged(
+        client: Any, requests: list[_claims.ClaimRequest]
+    ) -> list[_claims.ClaimReply]:
+        replies = claim_many(client, requests)
+        for request, reply in zip(requests, replies):
+            if isinstance(reply, _claims.ClaimReply):
+                note(request, reply)
+        return replies
+
+    def renew_logged(
+        client: Any, state_key: str, slot_ms: int, owner: str, lease_ms: int
+    ) -> int | None:
+        until = renew(client, state_key, slot_ms, owner, lease_ms)
+        if until is not None:
+            log(event="renew", job=_job_of(state_key), slot=slot_ms, owner=owner, lease=until)
+        return until
+
+    def finish_logged(client: Any, state_key: str, slot_ms: int, owner: str, outcome: str) -> bool:
+        ok = finish(client, state_key, slot_ms, owner, outcome)
+        log(
+            event="finish",
+            job=_job_of(state_key),
+            slot=slot_ms,
+            owner=owner,
+            outcome=outcome,
+            ok=ok,
+        )
+        return ok
+
+    _claims.finish = finish_logged  # type: ignore[assignment]
+    _claims.claim = claim_logged  # type: ignore[assignment]
+    _claims.claim_many = claim_many_logged  # type: ignore[assignment]
+    _claims.renew = renew_logged  # type: ignore[assignment]
+
+
 def _interval(seconds: float) -> Any:
     from cronlock.schedules import IntervalSchedule
 
     return IntervalSchedule(seconds)
 
 
-def make_handler(
-    name: str, duration: float, log: Callable[..., None]
-) -> Callable[[JobContext], None]:
+def make_handler(name: str, duration: float, log: RecordFn) -> Callable[[JobContext], None]:
     def handler(ctx: JobContext) -> None:
         log(event="start", job=name, slot=ctx.slot_ms, attempt=ctx.attempt, fence=ctx.fencing_token)
         cancelled = ctx.cancelled.wait(duration)
