@@ -1,0 +1,479 @@
+"""The Flask extension: ``CronLock(app)`` or ``CronLock()`` + ``init_app(app)``.
+
+Jobs are registered on the extension with the runner's decorators; each app the
+extension is initialised on gets its own :class:`~cronlock.runner.CronRunner` (kept in
+``app.extensions["cronlock"]``), and every handler runs inside ``app.app_context()``.
+
+Example::
+
+    from flask import Flask
+    from cronlock.flask import CronLock
+
+    cronlock = CronLock()
+
+    @cronlock.cron("*/5 * * * *", key="sync-users")
+    def sync_users(ctx):
+        ...                                   # current_app, app.config, db sessions work here
+
+    def create_app():
+        app = Flask(__name__)
+        app.config["CRONLOCK_REDIS_URL"] = "redis://localhost:6379/0"
+        cronlock.init_app(app)                # registers the jobs; starts nothing by default
+        return app
+
+Threads: ``init_app`` starts none unless ``CRONLOCK_AUTOSTART`` is true, and even then
+not in the Werkzeug reloader's watcher process, nor under ``flask`` CLI commands other
+than ``flask run`` (``flask shell`` or a migration never runs jobs). Under gunicorn, use
+the hooks in :mod:`cronlock.gunicorn` instead of autostart. A started runner is stopped
+at interpreter exit (``atexit``), handing running slots over.
+
+Limits: ``app.run(debug=True)`` from a script loads the app in the reloader's watcher
+before anything says a reloader is coming, so autostart would run jobs there too; use
+``flask run --debug``, or ``use_reloader=False``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TypeVar
+
+import click
+import redis
+from flask import Flask, current_app, has_app_context
+
+from cronlock import gunicorn as _gunicorn
+from cronlock._every import Every
+from cronlock._validate import seconds_to_ms
+from cronlock.context import JobContext
+from cronlock.errors import ConfigurationError
+from cronlock.job import OPTION_NAMES, Job, default_key, make_caller, parse_options
+from cronlock.runner import CronRunner
+from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DEFAULTS", "CronLock", "CronLockState", "should_autostart"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXTENSION_KEY = "cronlock"
+
+#: Every configuration key the extension reads, with its default.
+DEFAULTS: dict[str, Any] = {
+    "CRONLOCK_REDIS_URL": None,
+    "CRONLOCK_REDIS_OPTIONS": {"socket_timeout": 10, "socket_connect_timeout": 5},
+    "CRONLOCK_PREFIX": "cronlock",
+    "CRONLOCK_DEFAULT_TTL": 60,
+    "CRONLOCK_TIMEZONE": "UTC",
+    "CRONLOCK_AUTOSTART": False,
+    "CRONLOCK_MAX_WORKERS": 8,
+    "CRONLOCK_MAX_ATTEMPTS": 3,
+    "CRONLOCK_OVERLAP": "skip",
+    "CRONLOCK_AFTER_FORK": "restart",
+    "CRONLOCK_STOP_TIMEOUT": 30,
+    "CRONLOCK_API_TOKEN": None,
+}
+
+
+@dataclass
+class CronLockState:
+    """What ``app.extensions["cronlock"]`` holds for one app."""
+
+    extension: CronLock
+    runner: CronRunner
+    client: Any
+    stop_timeout: float
+    app_ref: weakref.ref[Flask]
+    jobs: dict[str, Job] = field(default_factory=dict)
+    exit_hook: bool = False
+
+    @property
+    def app(self) -> Optional[Flask]:
+        """The app this state belongs to (None once it is garbage-collected)."""
+        return self.app_ref()
+
+
+@dataclass(frozen=True)
+class _Registration:
+    """A job registered on the extension, replayed on each app's runner."""
+
+    fn: Callable[..., Any]
+    key: str
+    schedule_for: Callable[[str], Schedule]  # app's CRONLOCK_TIMEZONE -> schedule
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    tags: frozenset[Any]
+    options: dict[str, Any]
+
+
+def should_autostart(app: Flask, environ: Optional[dict[str, str]] = None) -> tuple[bool, str]:
+    """Whether ``CRONLOCK_AUTOSTART`` may start the runner in this process, and why.
+
+    * Werkzeug's reloader child (``WERKZEUG_RUN_MAIN=true``): yes, it serves the app.
+    * Under the ``flask`` command (``FLASK_RUN_FROM_CLI=true``): only for ``flask run``,
+      and only without the reloader (with it, this process is the watcher; the child
+      it spawns starts the jobs). ``flask shell``, ``flask db upgrade``...: no.
+    * Anywhere else (gunicorn, uWSGI, a script): yes.
+    """
+    env = os.environ if environ is None else environ
+    if not app.config.get("CRONLOCK_AUTOSTART"):
+        return False, "CRONLOCK_AUTOSTART is off"
+    if env.get("WERKZEUG_RUN_MAIN") == "true":
+        return True, "Werkzeug reloader child"
+    if env.get("FLASK_RUN_FROM_CLI") == "true":
+        ctx = click.get_current_context(silent=True)
+        command = ctx.command.name if ctx is not None and ctx.command is not None else None
+        if command != "run":
+            return False, f"flask CLI command {command or '?'!r} (jobs run under 'flask run')"
+        reload = ctx.params.get("reload") if ctx is not None else None
+        if reload is None:
+            reload = bool(app.debug) or os.environ.get("FLASK_DEBUG", "") in ("1", "true")
+        if reload:
+            return False, "Werkzeug reloader watcher (the reloaded child runs the jobs)"
+        return True, "flask run without reloader"
+    return True, "CRONLOCK_AUTOSTART is on"
+
+
+class CronLock:
+    """Flask extension: one runner per app, jobs registered once on the extension.
+
+    Args:
+        app: initialise on this app at once (else call :meth:`init_app`).
+        client: a redis-py client to use instead of ``CRONLOCK_REDIS_URL``.
+        observers: passed to every runner (history sinks, metrics).
+        on_error: ``on_error(error, context)`` for every runner; default: log.
+
+    Jobs registered before ``init_app`` are kept and attached to every app initialised
+    later; jobs registered after are attached to the apps already initialised too.
+    The extension keeps no reference to an app (state lives in ``app.extensions``).
+
+    Example::
+
+        cronlock = CronLock()
+
+        @cronlock.interval(seconds=30, key="heartbeat")
+        def heartbeat():
+            current_app.logger.info("alive")
+
+        cronlock.init_app(app)
+        cronlock.start(app)            # or CRONLOCK_AUTOSTART=True, or the gunicorn hooks
+    """
+
+    def __init__(
+        self,
+        app: Optional[Flask] = None,
+        *,
+        client: Any = None,
+        observers: Sequence[object] = (),
+        on_error: Optional[Callable[[BaseException, Any], Any]] = None,
+    ) -> None:
+        self._client = client
+        self._observers = tuple(observers)
+        self._on_error = on_error
+        self._registrations: list[_Registration] = []
+        self._states: list[weakref.ref[CronLockState]] = []
+        if app is not None:
+            self.init_app(app)
+
+    # -- app setup --------------------------------------------------------------------
+
+    def init_app(self, app: Flask) -> None:
+        """Read the ``CRONLOCK_*`` configuration, create the app's runner, attach the jobs.
+
+        Starts the runner only if :func:`should_autostart` says so. Raises
+        ConfigurationError for bad configuration, before any Redis work.
+        """
+        if EXTENSION_KEY in app.extensions:
+            raise ConfigurationError(f"cronlock is already initialised on app {app.name!r}")
+        for name, default in DEFAULTS.items():
+            app.config.setdefault(name, default)
+        cfg = app.config
+        client = self._client if self._client is not None else _client_from_config(cfg)
+        runner = CronRunner(
+            client,
+            prefix=cfg["CRONLOCK_PREFIX"],
+            default_ttl=cfg["CRONLOCK_DEFAULT_TTL"],
+            max_workers=cfg["CRONLOCK_MAX_WORKERS"],
+            max_attempts=cfg["CRONLOCK_MAX_ATTEMPTS"],
+            overlap=cfg["CRONLOCK_OVERLAP"],
+            after_fork=cfg["CRONLOCK_AFTER_FORK"],
+            on_error=self._on_error,
+            observers=self._observers,
+        )
+        stop_timeout = float(cfg["CRONLOCK_STOP_TIMEOUT"])
+        state = CronLockState(self, runner, client, stop_timeout, weakref.ref(app))
+        for registration in self._registrations:
+            self._attach(app, state, registration)
+        app.extensions[EXTENSION_KEY] = state
+        self._states.append(weakref.ref(state))
+        _gunicorn.manage(runner, stop_timeout=stop_timeout)
+        start, why = should_autostart(app)
+        logger.debug("cronlock: app %r autostart=%s (%s)", app.name, start, why)
+        if start:
+            self.start(app)
+
+    def state(self, app: Optional[Flask] = None) -> CronLockState:
+        """The state of ``app`` (default: ``current_app``, else the only initialised app)."""
+        if app is not None:
+            try:
+                found: CronLockState = app.extensions[EXTENSION_KEY]
+            except KeyError:
+                raise RuntimeError(
+                    f"cronlock is not initialised on app {app.name!r}: call init_app(app)"
+                ) from None
+            return found
+        if has_app_context():
+            return self.state(current_app._get_current_object())  # type: ignore[attr-defined]
+        states = self._live_states()
+        if len(states) == 1:
+            return states[0]
+        raise RuntimeError(
+            "no app given and no app context: pass the app, or work inside app.app_context()"
+            if states
+            else "cronlock is not initialised on any app: call init_app(app)"
+        )
+
+    def runner_for(self, app: Optional[Flask] = None) -> CronRunner:
+        """The runner of ``app`` (same default as :meth:`state`)."""
+        return self.state(app).runner
+
+    @property
+    def runner(self) -> CronRunner:
+        """The runner of ``current_app`` (or of the only initialised app)."""
+        return self.runner_for()
+
+    def start(self, app: Optional[Flask] = None) -> CronRunner:
+        """Start the app's runner (idempotent); it is stopped again at interpreter exit."""
+        state = self.state(app)
+        runner = state.runner
+        if not runner.running:
+            runner.start()
+        if not state.exit_hook:
+            state.exit_hook = True
+            _at_exit(functools.partial(_stop_at_exit, weakref.ref(runner), state.stop_timeout))
+        return runner
+
+    def stop(self, app: Optional[Flask] = None, timeout: Optional[float] = None) -> None:
+        """Stop the app's runner gracefully (default timeout: ``CRONLOCK_STOP_TIMEOUT``)."""
+        state = self.state(app)
+        state.runner.stop(timeout=state.stop_timeout if timeout is None else timeout)
+
+    def _live_states(self) -> list[CronLockState]:
+        alive = [s for s in (ref() for ref in self._states) if s is not None]
+        self._states = [weakref.ref(s) for s in alive]
+        return alive
+
+    # -- registration (mirrors CronRunner) ------------------------------------------
+
+    def add_job(
+        self,
+        fn: Callable[..., Any],
+        schedule: Schedule,
+        *,
+        args: tuple[Any, ...] = (),
+        kwargs: Optional[dict[str, Any]] = None,
+        tags: Iterable[Any] = (),
+        **options: Any,
+    ) -> Optional[Job]:
+        """Register ``fn`` on ``schedule`` (see :meth:`CronRunner.add_job`).
+
+        Returns the job handle when the extension is initialised on exactly one app,
+        else None (the handles live in each app's runner: ``runner_for(app).job(key)``).
+        """
+        if not isinstance(schedule, Schedule):
+            raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
+        return self._register(fn, lambda tz: schedule, options, args=args, kwargs=kwargs, tags=tags)
+
+    def task(self, schedule: Schedule, **options: Any) -> Callable[[F], F]:
+        """Decorator form of :meth:`add_job`, for any :class:`~cronlock.schedules.Schedule`."""
+        return self._decorator(lambda tz: schedule, options)
+
+    def cron(
+        self,
+        expression: str,
+        *,
+        timezone: Optional[str] = None,
+        dst_fold: str = "once",
+        **options: Any,
+    ) -> Callable[[F], F]:
+        """Decorator: run at each time ``expression`` matches (see :meth:`CronRunner.cron`).
+
+        ``timezone`` defaults to the app's ``CRONLOCK_TIMEZONE``.
+        """
+        CronSchedule(expression, timezone=timezone or "UTC", dst_fold=dst_fold, hash_id="check")
+        holder: dict[str, str] = {}
+
+        def schedule_for(tz: str) -> Schedule:
+            return CronSchedule(
+                expression, timezone=timezone or tz, dst_fold=dst_fold, hash_id=holder["key"]
+            )
+
+        return self._decorator(schedule_for, options, holder)
+
+    def interval(
+        self,
+        seconds: Any = 0,
+        *,
+        minutes: float = 0,
+        hours: float = 0,
+        offset: Any = 0,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        """Decorator: run every ``seconds + minutes + hours`` on the UTC epoch grid."""
+        total_ms = (
+            seconds_to_ms(seconds, "seconds", allow_zero=True)
+            + seconds_to_ms(minutes, "minutes", allow_zero=True) * 60
+            + seconds_to_ms(hours, "hours", allow_zero=True) * 3600
+        )
+        if total_ms <= 0:
+            raise ConfigurationError(
+                f"interval must be > 0; got seconds={seconds!r}, minutes={minutes!r}, "
+                f"hours={hours!r}"
+            )
+        schedule = IntervalSchedule(total_ms / 1000, offset=offset)
+        return self._decorator(lambda tz: schedule, options)
+
+    def at(self, when: Any, **options: Any) -> Callable[[F], F]:
+        """Decorator: run once, cluster-wide, at ``when`` (aware datetime or ISO-8601)."""
+        schedule = OnceSchedule(when)
+        return self._decorator(lambda tz: schedule, options)
+
+    def every(self, interval: int = 1) -> Every:
+        """The ``schedule`` library's DSL: ``cronlock.every(10).minutes.do(fn)``."""
+
+        def register(
+            schedule: Schedule,
+            fn: Callable[..., Any],
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+            tags: Any,
+        ) -> Optional[Job]:
+            return self._register(fn, lambda tz: schedule, {}, args=args, kwargs=kwargs, tags=tags)
+
+        return Every(interval, register, clock=time.time)
+
+    def _decorator(
+        self,
+        schedule_for: Callable[[str], Schedule],
+        options: dict[str, Any],
+        holder: Optional[dict[str, str]] = None,
+    ) -> Callable[[F], F]:
+        unknown = sorted(set(options) - OPTION_NAMES)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown option(s) {', '.join(map(repr, unknown))}; "
+                f"known options: {', '.join(sorted(OPTION_NAMES))}"
+            )
+
+        def decorate(fn: F) -> F:
+            self._register(fn, schedule_for, options, holder=holder)
+            return fn
+
+        return decorate
+
+    def _register(
+        self,
+        fn: Callable[..., Any],
+        schedule_for: Callable[[str], Schedule],
+        options: dict[str, Any],
+        *,
+        args: tuple[Any, ...] = (),
+        kwargs: Optional[dict[str, Any]] = None,
+        tags: Iterable[Any] = (),
+        holder: Optional[dict[str, str]] = None,
+    ) -> Optional[Job]:
+        make_caller(fn, args, kwargs)  # refuse a bad handler now, not at init_app
+        key = options.get("key")
+        key = default_key(fn) if key is None else key
+        if holder is not None:
+            holder["key"] = key
+        options = {**options, "key": key}
+        # Validate names and values now, so a mistake fails at import, not at init_app.
+        parse_options(
+            key,
+            schedule_for("UTC"),
+            {k: v for k, v in options.items() if k != "key"},
+            {"ttl": 60, "max_attempts": 3, "overlap": "skip"},
+        )
+        if any(r.key == key for r in self._registrations):
+            raise ConfigurationError(
+                f"a job with key {key!r} is already registered on this extension; "
+                "pass a distinct key=..."
+            )
+        registration = _Registration(
+            fn, key, schedule_for, tuple(args), dict(kwargs or {}), frozenset(tags), options
+        )
+        self._registrations.append(registration)
+        jobs = []
+        for state in self._live_states():
+            app = state.app
+            if app is not None:
+                jobs.append(self._attach(app, state, registration))
+        return jobs[0] if len(jobs) == 1 else None
+
+    def _attach(self, app: Flask, state: CronLockState, registration: _Registration) -> Job:
+        handler = _in_app_context(app, registration)
+        schedule = registration.schedule_for(app.config["CRONLOCK_TIMEZONE"])
+        job = state.runner.add_job(
+            handler, schedule, tags=registration.tags, **registration.options
+        )
+        state.jobs[registration.key] = job
+        return job
+
+
+def _in_app_context(app: Flask, registration: _Registration) -> Callable[[JobContext], Any]:
+    """The handler, called with ``ctx`` (or bare) inside ``app.app_context()``."""
+    call = make_caller(registration.fn, registration.args, registration.kwargs)
+
+    def run_in_app_context(ctx: JobContext) -> Any:
+        with app.app_context():
+            return call(ctx)
+
+    # No __wrapped__: the runner inspects this wrapper's one-parameter signature.
+    run_in_app_context.__name__ = getattr(registration.fn, "__name__", "handler")
+    run_in_app_context.__qualname__ = getattr(registration.fn, "__qualname__", "handler")
+    run_in_app_context.__module__ = getattr(registration.fn, "__module__", __name__)
+    return run_in_app_context
+
+
+def _client_from_config(cfg: Any) -> Any:
+    url = cfg.get("CRONLOCK_REDIS_URL")
+    if not url:
+        raise ConfigurationError(
+            "cronlock needs Redis: set app.config['CRONLOCK_REDIS_URL'] "
+            "(e.g. 'redis://localhost:6379/0') or pass CronLock(client=...)"
+        )
+    options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {})
+    return redis.Redis.from_url(url, **options)
+
+
+def _at_exit(callback: Callable[[], None]) -> None:
+    """Call ``callback`` at interpreter exit, before the runner's worker threads are joined.
+
+    Plain ``atexit`` runs after ``threading`` has joined every ThreadPoolExecutor thread,
+    so a handler still running would hold the exit until it returned by itself.
+    ``threading._register_atexit`` (what concurrent.futures uses, 3.9+) runs callbacks
+    newest first, before those joins; it is private, so fall back to ``atexit``.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        try:
+            register(callback)
+            return
+        except RuntimeError:  # interpreter already shutting down
+            return
+    atexit.register(callback)
+
+
+def _stop_at_exit(ref: weakref.ref[CronRunner], timeout: float) -> None:
+    runner = ref()
+    if runner is not None and runner.running:
+        runner.stop(timeout=timeout)

@@ -1,0 +1,205 @@
+"""Real gunicorn masters and workers serving a Flask app with cronlock: one run per slot.
+
+Each case starts ``gunicorn -w 4`` on ``tests/gunicorn_app`` (the cronlock hooks in its
+``gunicorn.conf.py``) against a private Redis server, lets a 1 s interval job run for 9+
+slots, stops gunicorn, and checks the start/end records every process appended to its
+own file (read with ``tests.history.History``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+from cronlock._server import RedisServer
+from cronlock.testing import free_port, wait_until
+from tests.history import ROOT, History
+
+pytest.importorskip("gunicorn")
+pytest.importorskip("flask")
+
+pytestmark = pytest.mark.slow
+
+CONF = ROOT / "tests" / "gunicorn_app" / "gunicorn.conf.py"
+SLOTS = 9
+
+
+class Gunicorn:
+    """One gunicorn master (and its workers) serving the test app."""
+
+    def __init__(self, redis_url: str, record_dir: Path, jobs: str, extra: list[str]) -> None:
+        self.port = free_port()
+        self.record_dir = record_dir
+        env = {
+            **os.environ,
+            "GT_REDIS_URL": redis_url,
+            "GT_RECORD_DIR": str(record_dir),
+            "GT_JOBS": jobs,
+            "GT_PREFIX": f"gunicorn-{self.port}",
+            "GT_AUTOSTART": "1" if "--preload" in extra else "0",
+            "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])),
+        }
+        args = [sys.executable, "-m", "gunicorn", "-c", str(CONF), "-w", "4"]
+        args += ["-b", f"127.0.0.1:{self.port}", *extra, "tests.gunicorn_app.app:app"]
+        self.proc = subprocess.Popen(args, cwd=ROOT, env=env)
+
+    def get(self) -> Optional[dict[str, object]]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=5) as resp:
+                body: dict[str, object] = json.loads(resp.read())
+                return body
+        except OSError:
+            return None
+
+    def wait_serving(self) -> None:
+        wait_until(lambda: self.proc.poll() is not None or self.get(), timeout=60, interval=0.2)
+        assert self.proc.poll() is None, "gunicorn exited during startup"
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(40)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            raise
+
+
+def _slots_since(history: History, job: str, t0: float) -> list[int]:
+    return sorted(s for s in history.starts_by_slot(job) if s / 1000 >= t0)
+
+
+def _run(
+    tmp_path: Path,
+    server: RedisServer,
+    extra: list[str],
+    jobs: str = "tick:1:0.05:5",
+    during: Callable[[Gunicorn], None] = lambda g: None,
+) -> tuple[History, float, int, float]:
+    gunicorn = Gunicorn(server.url, tmp_path, jobs, extra)
+    try:
+        gunicorn.wait_serving()
+        t0 = int(time.time()) + 1.0
+
+        def enough() -> bool:
+            during(gunicorn)
+            return len(_slots_since(History.read(tmp_path), "tick", t0)) >= SLOTS + 1
+
+        wait_until(enough, timeout=60, interval=0.1)
+    finally:
+        stopped_at = time.time()
+        status = gunicorn.stop()
+    assert status == 0
+    return History.read(tmp_path), t0, gunicorn.proc.pid, stopped_at
+
+
+def _assert_each_slot_once(history: History, t0: float, *, handover: bool = False) -> list[int]:
+    """Every 1 s slot of ``tick`` from t0 to the one before the last completed exactly once.
+
+    Without ``handover`` each slot also started exactly once. With it (workers recycled
+    mid-run), a slot may start again as attempt + 1 on another worker, but only after
+    the earlier attempt ended cancelled: runs of one slot never overlap.
+    """
+    slots = _slots_since(history, "tick", t0)
+    window = list(range(int(t0 * 1000), slots[-2] + 1, 1000))
+    assert len(window) >= SLOTS
+    starts = history.starts_by_slot("tick")
+    done = history.completions_by_slot("tick")
+    for slot in window:
+        assert len(done.get(slot, [])) == 1, f"slot {slot}: completions {done.get(slot)}"
+        if not handover:
+            assert len(starts.get(slot, [])) == 1, f"slot {slot}: starts {starts.get(slot)}"
+    if handover:
+        _assert_no_overlap(history, "tick")
+    return window
+
+
+def _assert_no_overlap(history: History, job: str) -> None:
+    """Attempts of one slot ran one after the other, each earlier one cut short."""
+    ends = {(r["slot"], r["attempt"]): r for r in history.events("end", job)}
+    for slot, unordered in history.starts_by_slot(job).items():
+        runs = sorted(unordered, key=lambda r: r["attempt"])
+        assert [r["attempt"] for r in runs] == list(range(1, len(runs) + 1)), runs
+        for earlier, later in zip(runs, runs[1:]):
+            end = ends.get((slot, earlier["attempt"]))
+            assert end is not None, f"{job} slot {slot} attempt {earlier['attempt']} never ended"
+            assert end["outcome"] == "cancelled", end
+            assert end["t"] <= later["t"], f"{job} slot {slot}: attempts overlapped"
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., RedisServer]) -> RedisServer:
+    return server_factory()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param([], id="sync"),
+        pytest.param(["--preload"], id="preload"),
+        pytest.param(["-k", "gthread", "--threads", "4"], id="gthread"),
+    ],
+)
+def test_four_workers_run_each_slot_exactly_once(
+    tmp_path: Path, server: RedisServer, extra: list[str]
+) -> None:
+    """gunicorn -w 4 (sync, --preload + autostart, gthread): each slot runs once, in a worker."""
+    history, t0, master, _ = _run(tmp_path, server, extra)
+    window = _assert_each_slot_once(history, t0)
+    runners = {r["pid"] for r in history.events("start", "tick") if r["slot"] in window}
+    assert master not in runners, "the master must not run jobs (when_ready stops its runner)"
+    workers = {r["pid"] for r in history.events("worker")}
+    assert runners <= workers
+    assert all(all(r["running"]) for r in history.events("worker"))
+
+
+def test_recycled_workers_keep_one_run_per_slot_and_hand_over(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """--max-requests recycling: each slot once; a job cut short hands its slot over at once.
+
+    ``long`` runs 2.5 s of every 1 s slot with a 60 s lease and overlap ``skip``. Without
+    a handover, a worker recycled mid-run would leave its lease live for 60 s and every
+    following slot would be skipped as busy; with it, the next slot starts on another
+    worker about a second later.
+    """
+
+    def poke(gunicorn: Gunicorn) -> None:
+        gunicorn.get()
+
+    history, t0, _, stopped_at = _run(
+        tmp_path,
+        server,
+        ["--max-requests", "4"],
+        jobs="tick:1:0.05:5,long:1:2.5:60",
+        during=poke,
+    )
+    _assert_each_slot_once(history, t0, handover=True)
+    workers = {r["pid"] for r in history.events("worker")}
+    assert len(workers) > 4, "no worker was recycled"
+    exits = {r["pid"]: r["t"] for r in history.events("worker_exit")}
+    long_starts = history.events("start", "long")
+    _assert_no_overlap(history, "long")
+    handed_over = [
+        r
+        for r in history.events("end", "long")
+        if r["outcome"] == "cancelled" and r["t"] < stopped_at - 3
+    ]
+    assert handed_over, "no run of 'long' was interrupted by a recycled worker"
+    for end in handed_over:
+        assert end["pid"] in exits  # it ended because its worker exited
+        later = [s for s in long_starts if s["t"] > end["t"]]
+        assert later, f"nothing ran after the handover at {end['t']}"
+        # Without a handover the lease would hold the job for 60 s.
+        assert later[0]["t"] - end["t"] < 15, f"next run {later[0]['t'] - end['t']:.1f} s later"
+        assert (later[0]["slot"], later[0]["attempt"]) > (end["slot"], end["attempt"])
