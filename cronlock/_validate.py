@@ -56,6 +56,8 @@ def check_key(key: Any, name: str = "key") -> str:
             f"{name} must be at most {MAX_KEY_LENGTH} characters; got {len(key)} "
             f"characters starting {key[:40]!r}"
         )
+    if key.isprintable() and "{" not in key and "}" not in key:
+        return key  # the common case, without a per-character loop
     bad = sorted({c for c in key if c in _FORBIDDEN_KEY_CHARS or not c.isprintable()})
     if bad:
         raise ConfigurationError(
