@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from cronlock._stats import RunnerStatistics
 from cronlock._version import __version__
+from cronlock.admin import Admin
 from cronlock.clock import Clock, FakeClock, OffsetClock, SystemClock
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import (
@@ -25,6 +26,7 @@ from cronlock.runner import CronRunner
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
 __all__ = [
+    "Admin",
     "Clock",
     "ConfigurationError",
     "CorruptStateError",

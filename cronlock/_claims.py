@@ -1,6 +1,8 @@
-"""Typed calls of the three job scripts: claim, renew, finish (one round trip each).
+"""Typed calls of the job scripts: claim, renew, finish, trigger (one round trip each).
 
-See ``cronlock/scripts/job_*.lua`` for each script's exact contract.
+See ``cronlock/scripts/job_*.lua`` for each script's exact contract. Run history is
+written by the same scripts (no extra round trip) when a :class:`HistoryOptions` with
+a stream key is passed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from cronlock._scripts import Script, execute_pipeline, text
 CLAIM = Script("job_claim")
 RENEW = Script("job_renew")
 FINISH = Script("job_finish")
+TRIGGER = Script("job_trigger")
 
 WON = "won"
 TAKEN = "taken"
@@ -38,6 +41,49 @@ class ClaimReply:
 
 
 @dataclass(frozen=True)
+class HistoryOptions:
+    """Where and how much run history the scripts write.
+
+    ``stream`` empty or ``max_entries`` 0 writes none; ``max_age_ms`` 0 has no age limit.
+    """
+
+    stream: str = ""
+    max_entries: int = 0
+    max_age_ms: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.stream) and self.max_entries > 0
+
+
+NO_HISTORY = HistoryOptions()
+
+
+@dataclass(frozen=True)
+class FinishInfo:
+    """What the history entry of a finished run says besides its outcome."""
+
+    attempt: int = 0
+    fence: int = 0
+    holder: str = ""
+    duration_ms: int = 0
+    error_type: str = ""
+    traceback: str = ""
+    kind: str = "scheduled"
+
+
+@dataclass(frozen=True)
+class TriggerReply:
+    """What the trigger script answered: ``none``, ``won``, ``paused``, ``busy``, ``corrupt``."""
+
+    status: str
+    slot_ms: int = 0
+    fence: int = 0
+    lease_until_ms: int = 0
+    trigger_id: str = ""
+
+
+@dataclass(frozen=True)
 class ClaimRequest:
     """One claim to make: which job state, which slot, as whom."""
 
@@ -48,9 +94,10 @@ class ClaimRequest:
     max_attempts: int
     overlap: str
     holder: str
+    history: HistoryOptions = NO_HISTORY
 
     def args(self) -> tuple[list[str], list[Any]]:
-        return [self.state_key], [
+        args: list[Any] = [
             self.slot_ms,
             self.owner,
             self.lease_ms,
@@ -58,6 +105,10 @@ class ClaimRequest:
             self.overlap,
             self.holder,
         ]
+        if not self.history.enabled:
+            return [self.state_key], args
+        h = self.history
+        return [self.state_key, h.stream], [*args, h.max_entries, h.max_age_ms]
 
 
 def decode_claim(reply: Any) -> ClaimReply:
@@ -102,7 +153,81 @@ def renew(client: Any, state_key: str, slot_ms: int, owner: str, lease_ms: int) 
     return int(reply[1]) if text(reply[0]) == "ok" else None
 
 
-def finish(client: Any, state_key: str, slot_ms: int, owner: str, outcome: str) -> bool:
+def finish(
+    client: Any,
+    state_key: str,
+    slot_ms: int,
+    owner: str,
+    outcome: str,
+    *,
+    history: HistoryOptions = NO_HISTORY,
+    info: Optional[FinishInfo] = None,
+) -> bool:
     """Record a run's end ("done", "failed" or "handover"); False when no longer ours."""
-    reply = FINISH(client, [state_key], [slot_ms, owner, outcome])
+    if not history.enabled:
+        reply = FINISH(client, [state_key], [slot_ms, owner, outcome])
+        return text(reply[0]) == "ok"
+    i = info or FinishInfo()
+    reply = FINISH(
+        client,
+        [state_key, history.stream],
+        [
+            slot_ms,
+            owner,
+            outcome,
+            history.max_entries,
+            history.max_age_ms,
+            i.attempt,
+            i.fence,
+            i.holder,
+            i.duration_ms,
+            i.error_type,
+            i.traceback,
+            i.kind,
+        ],
+    )
     return text(reply[0]) == "ok"
+
+
+def trigger(
+    client: Any,
+    state_key: str,
+    trigger_key: str,
+    *,
+    owner: str,
+    lease_ms: int,
+    overlap: str,
+    holder: str,
+    history: HistoryOptions = NO_HISTORY,
+) -> TriggerReply:
+    """Pop one pending manual-run request of a job and start it if allowed: one round trip.
+
+    ``history.stream`` names the job's history stream even when history is off (the
+    script always lists it as a key, so Redis Cluster routes the call by its hash tag).
+    """
+    reply = TRIGGER(
+        client,
+        [state_key, trigger_key, history.stream or state_key],
+        [
+            owner,
+            lease_ms,
+            overlap,
+            holder,
+            history.max_entries if history.stream else 0,
+            history.max_age_ms,
+        ],
+    )
+    status = text(reply[0])
+    if status == WON:
+        return TriggerReply(
+            status,
+            slot_ms=int(reply[1]),
+            fence=int(reply[2]),
+            lease_until_ms=int(reply[3]),
+            trigger_id=text(reply[4]),
+        )
+    if status in (PAUSED, BUSY):
+        return TriggerReply(status, trigger_id=text(reply[1]))
+    if status == CORRUPT:
+        return TriggerReply(status, trigger_id=text(reply[1]))
+    return TriggerReply(status)

@@ -8,12 +8,25 @@ live on the same node.
 key                           type         holds / lifetime
 ============================  ===========  ===========================================
 ``P:lock:{K}``                string       the holder's token; PX = the lock's ttl
-``P:lockmeta:{K}``            hash         fence, holder, since, token; PX = ttl + 60 s
+``P:fence:{K}``               string       "fence since_ms token holder"; PX = ttl + 60 s
 ``P:queue:{K}``               zset         waiting acquirers by arrival (us); PX 2x place
 ``P:qexp:{K}``                zset         when each waiter's place lapses (ms); same PX
 ``P:wake:{K}:TOKEN``          list         wakes one waiter; PX 5 s
 ``P:job:{K}``                 hash         a job's claim state (see docs/how-it-works)
+``P:history:{K}``             stream       a job's run history; capped by count and age
+``P:trigger:{K}``             list         a job's pending manual-run requests (<= 100)
+``P:triggers``                set          job keys with pending requests (poll fallback)
+``P:jobs``                    hash         job key -> JSON (schedule, spec, last seen)
+``P:pause-all``               string       "1" while pause-all is in effect
+``P:runner:ID``               string       a live runner's JSON heartbeat; EX 30 s
+``P:schedules``               hash         dynamic schedule id -> JSON spec
+``P:schedules:version``       string       bumped on every dynamic schedule change
+``P:events``                  channel      pub/sub: trigger and schedule notifications
 ============================  ===========  ===========================================
+
+The keys without a hash tag (``P:jobs``, ``P:pause-all``, ``P:runner:ID``,
+``P:schedules``, ``P:triggers``) are read and written alone, never together with a job's keys in one
+script, so they may live on any Cluster node.
 """
 
 from __future__ import annotations
@@ -30,7 +43,7 @@ class LockKeys(NamedTuple):
     """The keys of one lock."""
 
     lock: str
-    meta: str
+    fence: str
     queue: str
     queue_expiry: str
     wake_prefix: str
@@ -40,7 +53,7 @@ class LockKeys(NamedTuple):
         t = tag(key)
         return cls(
             lock=f"{prefix}:lock:{t}",
-            meta=f"{prefix}:lockmeta:{t}",
+            fence=f"{prefix}:fence:{t}",
             queue=f"{prefix}:queue:{t}",
             queue_expiry=f"{prefix}:qexp:{t}",
             wake_prefix=f"{prefix}:wake:{t}:",
@@ -54,3 +67,48 @@ class LockKeys(NamedTuple):
 def job_key(prefix: str, key: str) -> str:
     """The hash holding one job's claim state."""
     return f"{prefix}:job:{tag(key)}"
+
+
+def history_key(prefix: str, key: str) -> str:
+    """The stream holding one job's run history (same hash tag as its state)."""
+    return f"{prefix}:history:{tag(key)}"
+
+
+def trigger_key(prefix: str, key: str) -> str:
+    """The list of one job's pending manual-run requests (same hash tag as its state)."""
+    return f"{prefix}:trigger:{tag(key)}"
+
+
+def pending_triggers_key(prefix: str) -> str:
+    """The set of job keys with pending manual-run requests (the fallback to pub/sub)."""
+    return f"{prefix}:triggers"
+
+
+def job_registry_key(prefix: str) -> str:
+    """The hash of every job key runners registered, with what they know of it."""
+    return f"{prefix}:jobs"
+
+
+def pause_all_key(prefix: str) -> str:
+    """Set while pause-all is in effect: jobs first registered then start paused."""
+    return f"{prefix}:pause-all"
+
+
+def runner_key(prefix: str, runner_id: str) -> str:
+    """One live runner's heartbeat (expires when the runner stops refreshing it)."""
+    return f"{prefix}:runner:{runner_id}"
+
+
+def schedules_key(prefix: str) -> str:
+    """The hash of dynamic schedules, id -> JSON."""
+    return f"{prefix}:schedules"
+
+
+def schedules_version_key(prefix: str) -> str:
+    """A counter bumped by every dynamic schedule change (replicas poll it)."""
+    return f"{prefix}:schedules:version"
+
+
+def events_channel(prefix: str) -> str:
+    """The pub/sub channel runners listen on for triggers and schedule changes."""
+    return f"{prefix}:events"

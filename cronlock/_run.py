@@ -48,8 +48,11 @@ class Run:
         reply: _claims.ClaimReply,
         sent_at: float,
         slot_ms: int,
+        kind: str = "scheduled",
     ) -> None:
         self.runner = runner
+        self.kind = kind  # "scheduled", or "manual" for a triggered run
+        self.history = runner._history(job.key)
         self.job = job
         self.state_key = state_key
         self.owner = owner
@@ -67,6 +70,7 @@ class Run:
         self.lost = False
         self.error: Optional[BaseException] = None
         self.finished = threading.Event()
+        self._started = time.monotonic()
         self._closed = False  # no more renewals
         self._lock = threading.Lock()
 
@@ -128,6 +132,7 @@ class Run:
         """Call the handler (with retries), then record the outcome. Never raises."""
         observers = self.runner.observers
         started_at = datetime.now(timezone.utc)
+        self._started = time.monotonic()
         try:
             if observers:
                 notify(observers, "run_started", self.ctx, started_at)
@@ -180,7 +185,13 @@ class Run:
         while True:
             try:
                 ok = _claims.finish(
-                    self.runner.client, self.state_key, self.ctx.slot_ms, self.owner, outcome
+                    self.runner.client,
+                    self.state_key,
+                    self.ctx.slot_ms,
+                    self.owner,
+                    outcome,
+                    history=self.history,
+                    info=self._finish_info(outcome),
                 )
             except RedisError as exc:
                 self.runner._report(exc, self._error_context("release"))
@@ -206,10 +217,29 @@ class Run:
             return
         try:
             _claims.finish(
-                self.runner.client, self.state_key, self.ctx.slot_ms, self.owner, "handover"
+                self.runner.client,
+                self.state_key,
+                self.ctx.slot_ms,
+                self.owner,
+                "handover",
+                history=self.history,
+                info=self._finish_info("handover"),
             )
         except RedisError as exc:
             self.runner._report(exc, self._error_context("release"))
+
+    def _finish_info(self, outcome: str) -> _claims.FinishInfo:
+        """What the history entry of this run's end records besides the outcome."""
+        error = self.error if outcome == "failed" else None
+        return _claims.FinishInfo(
+            attempt=self.ctx.attempt,
+            fence=self.ctx.fencing_token,
+            holder=self.runner.holder,
+            duration_ms=round((time.monotonic() - self._started) * 1000),
+            error_type=type(error).__name__ if error is not None else "",
+            traceback=format_traceback(error) if error is not None else "",
+            kind=self.kind,
+        )
 
     def _record(self, outcome: str, started_at: datetime) -> RunRecord:
         status = "lost" if self.lost else {"done": "succeeded"}.get(outcome, outcome)

@@ -26,25 +26,30 @@ import random
 import secrets
 import socket
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Optional, TypeVar
 
 import redis
 from redis.exceptions import RedisError
 
 from cronlock import _claims
+from cronlock._dynamic import TaskRegistry
+from cronlock._events import Operations
 from cronlock._every import Every
-from cronlock._keys import job_key
+from cronlock._keys import history_key, job_key
 from cronlock._run import Run
 from cronlock._stats import RunnerStatistics, StatsCounter
 from cronlock._validate import check_client, check_key, check_prefix, seconds_to_ms
+from cronlock.admin import Admin
 from cronlock.clock import ClockLike, as_clock
 from cronlock.context import ErrorContext
 from cronlock.errors import ConfigurationError, CorruptStateError
+from cronlock.health import Health, check_health
 from cronlock.job import OPTION_NAMES, Job, default_key, make_caller, parse_options
 from cronlock.observers import notify
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
@@ -102,6 +107,13 @@ class CronRunner:
             child) or ``"stop"`` (the child's copy stays stopped).
         observers: objects told of claims and runs (history sinks, metrics); see
             :mod:`cronlock.observers`.
+        history_max: run history entries kept per job in Redis (``P:history:{KEY}``,
+            written by the claim and finish scripts); 0 keeps none.
+        history_max_age: history entries older than this (seconds or timedelta) are
+            dropped; 0 or None: no age limit.
+        poll_interval: seconds between the runner's checks for triggers and dynamic
+            schedule changes missed on pub/sub, and between heartbeats (see
+            :mod:`cronlock.admin`).
     """
 
     def __init__(
@@ -117,6 +129,9 @@ class CronRunner:
         on_error: Optional[ErrorHandler] = None,
         after_fork: str = "restart",
         observers: Sequence[object] = (),
+        history_max: int = 1000,
+        history_max_age: Any = timedelta(days=7),
+        poll_interval: float = 2.0,
     ) -> None:
         self.client = check_client(client)
         self.prefix = check_prefix(prefix)
@@ -128,6 +143,16 @@ class CronRunner:
             raise ConfigurationError(f"after_fork must be one of {AFTER_FORK}; got {after_fork!r}")
         if on_error is not None and not callable(on_error):
             raise ConfigurationError(f"on_error must be callable; got {on_error!r}")
+        if isinstance(history_max, bool) or not isinstance(history_max, int) or history_max < 0:
+            raise ConfigurationError(f"history_max must be an int >= 0; got {history_max!r}")
+        self.history_max = history_max
+        self.history_max_age_ms = (
+            0
+            if history_max_age is None
+            else seconds_to_ms(history_max_age, "history_max_age", allow_zero=True)
+        )
+        self.poll_interval = seconds_to_ms(poll_interval, "poll_interval") / 1000
+        self.tasks = TaskRegistry()
         self.max_workers = max_workers
         self.observers = tuple(observers)
         self.on_error = on_error
@@ -154,6 +179,8 @@ class CronRunner:
         self._pool: Optional[ThreadPoolExecutor] = None
         self._running: set[Run] = set()
         self._pid = os.getpid()
+        self._last_wake: Optional[float] = None  # time.monotonic() of the scheduler's last wake
+        self._ops = Operations(self)
 
     # -- registration ----------------------------------------------------------------
 
@@ -256,6 +283,22 @@ class CronRunner:
 
         return Every(interval, register, clock=self.clock.time)
 
+    def task(self, name: str) -> Callable[[F], F]:
+        """Decorator: register a handler by name, for schedules added at runtime.
+
+        Operators give the task schedules with :meth:`cronlock.Admin.add_schedule`
+        (or ``cronlock schedule add``); every runner that has the task picks them up
+        within ``poll_interval`` (at once through pub/sub while connected). The
+        schedule's JSON payload is ``ctx.payload``. See :mod:`cronlock._dynamic`.
+
+        Example::
+
+            @runner.task("reindex")
+            def reindex(ctx):
+                print(ctx.payload)
+        """
+        return self.tasks.decorator(name)
+
     def _decorator(
         self, schedule_for: Callable[[str], Schedule], options: dict[str, Any]
     ) -> Callable[[F], F]:
@@ -323,6 +366,7 @@ class CronRunner:
                 target=self._loop, name="cronlock-scheduler", daemon=True
             )
             self._thread.start()
+            self._ops.start()
         return self
 
     def stop(self, timeout: float = 30) -> None:
@@ -347,6 +391,7 @@ class CronRunner:
         for run in running:
             if not run.finished.is_set():
                 run.handover()
+        self._ops.stop()  # after the handovers: it may take up to a second to notice
         if pool is not None:
             pool.shutdown(wait=False)
         with self._cond:
@@ -364,6 +409,46 @@ class CronRunner:
     def statistics(self) -> RunnerStatistics:
         """A frozen snapshot of this runner's counters."""
         return self._stats.snapshot()
+
+    def health(self) -> Health:
+        """Redis reachable (PING) and the scheduler thread alive and waking; never raises.
+
+        See :func:`cronlock.health.check_health`.
+        """
+        return check_health(self)
+
+    @property
+    def admin(self) -> Admin:
+        """An :class:`~cronlock.Admin` on this runner's client and prefix."""
+        return Admin(self.client, prefix=self.prefix)
+
+    def pause(self, key: str) -> None:
+        """Pause job ``key`` on every replica (``Admin.pause``)."""
+        self.admin.pause(key)
+
+    def resume(self, key: str) -> None:
+        """Resume job ``key`` on every replica (``Admin.resume``)."""
+        self.admin.resume(key)
+
+    def trigger(self, key: str, *, force: bool = False) -> str:
+        """Run job ``key`` once now on one replica (``Admin.trigger``); the request id."""
+        return self.admin.trigger(key, force=force)
+
+    def sync(self) -> None:
+        """Do in this thread what the runner's operations thread does every ``poll_interval``.
+
+        Starts pending manual runs (triggers) of this runner's jobs, reconciles dynamic
+        schedules, and refreshes the registry and heartbeat. For tests and scripts that
+        drive the runner with :meth:`run_pending`; a started runner does it on its own.
+        """
+        self._ops.sync(inline=True)
+
+    def _history(self, key: str) -> _claims.HistoryOptions:
+        if not self.history_max:
+            return _claims.NO_HISTORY
+        return _claims.HistoryOptions(
+            history_key(self.prefix, key), self.history_max, self.history_max_age_ms
+        )
 
     def run_pending(self, now: Optional[float] = None) -> int:
         """Claim and run, in this thread, every slot due at ``now`` (default: the clock).
@@ -422,6 +507,7 @@ class CronRunner:
 
     def _loop(self) -> None:
         while True:
+            self._last_wake = time.monotonic()  # for health(): the thread wakes at least every 5 s
             with self._cond:
                 if self._stopping:
                     return
@@ -493,6 +579,7 @@ class CronRunner:
             max_attempts=job.options.max_attempts,
             overlap=job.options.overlap,
             holder=self.holder,
+            history=self._history(job.key),
         )
 
     def _claim(self, entries: list[_Entry], now_ms: int) -> list[Optional[_claims.ClaimReply]]:
@@ -545,19 +632,7 @@ class CronRunner:
                 sent_at=self._sent_at,
                 slot_ms=entry.slot_ms,
             )
-            with self._cond:
-                self._running.add(run)
-            run.start_renewal()
-            if inline or self._pool is None:
-                run.execute()
-                return 1
-            try:
-                self._pool.submit(run.execute)
-            except RuntimeError:  # pool shut down by stop(): hand the slot over at once
-                run.handover()
-                self._run_ended(run)
-                return 0
-            return 1
+            return self._launch(run, inline)
         if status == _claims.TAKEN:
             self._stats.add("claims_lost")
             # Look again when the holder's lease would lapse: one round trip per lease period.
@@ -593,6 +668,22 @@ class CronRunner:
                 ErrorContext(job.key, "acquire", entry.slot_ms),
             )
         return 0
+
+    def _launch(self, run: Run, inline: bool) -> int:
+        """Start renewing a won run's lease and call its handler (a worker, or inline)."""
+        with self._cond:
+            self._running.add(run)
+        run.start_renewal()
+        if inline or self._pool is None:
+            run.execute()
+            return 1
+        try:
+            self._pool.submit(run.execute)
+        except RuntimeError:  # pool shut down by stop(): hand the slot over at once
+            run.handover()
+            self._run_ended(run)
+            return 0
+        return 1
 
     def _run_ended(self, run: Run) -> None:
         with self._cond:

@@ -1,14 +1,18 @@
--- job_claim: claim one slot of one job, in one round trip.
+-- job_claim: claim one slot of one job, in one round trip; record a win in the history.
 --
 -- KEYS[1]  the job's state hash  P:job:{KEY}
+-- KEYS[2]  (optional) the job's run history stream  P:history:{KEY} (same hash tag)
 -- ARGV[1]  slot, epoch ms (the scheduled occurrence, computed alike by every replica)
 -- ARGV[2]  owner token of this attempt (random, unique per run)
 -- ARGV[3]  lease length, ms (measured on this server's clock)
 -- ARGV[4]  max_attempts (a lapsed lease of the same slot is taken over until this)
 -- ARGV[5]  overlap policy for a newer slot while a run still holds a live lease:
---          "skip" (reply busy), "allow" (start; the old run keeps its own lease),
+--          "skip" (reply busy; also while a triggered run holds a live lease),
+--          "allow" (start; the old run keeps its own lease),
 --          "replace" (start; the old run's next renew reports lost, so it is cancelled)
 -- ARGV[6]  holder, "host:pid:runner" (for operators)
+-- ARGV[7]  (optional) history: keep at most this many entries (0 or absent: no history)
+-- ARGV[8]  (optional) history: drop entries older than this many ms (0: no age limit)
 --
 -- Reply, first element a status:
 --   {"won", attempt, fence, lease_until}   this replica runs the slot (also when the same
@@ -21,6 +25,11 @@
 --   {"exhausted", attempt}                 lapsed again after max_attempts: slot marked failed
 --   {"paused"}                             the job is paused
 --   {"corrupt", type}                      the key is not a hash we wrote
+--
+-- History entries (XADD, ids from this server's clock; only on a state change, so a
+-- losing claim writes nothing): "running" on a win, "taken_over" for the attempt whose
+-- lease lapsed, "abandoned" after max_attempts, "expired" for a run that never finished
+-- before a newer slot started, "replaced" for a run cut short by overlap "replace".
 local key = KEYS[1]
 local kind = redis.call('TYPE', key)['ok']
 if kind ~= 'hash' and kind ~= 'none' then
@@ -30,7 +39,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local slot = tonumber(ARGV[1])
 local lease_ms = tonumber(ARGV[3])
-local st = redis.call('HMGET', key, 'slot', 'status', 'attempt', 'owner', 'lease', 'fence', 'paused')
+local st = redis.call('HMGET', key, 'slot', 'status', 'attempt', 'owner', 'lease', 'fence',
+  'paused', 'holder')
 if st[7] == '1' then
   return {'paused'}
 end
@@ -43,11 +53,30 @@ if st[1] and not cur then
   return {'corrupt', 'slot'}
 end
 
+local keep = tonumber(ARGV[7] or '0') or 0
+local function history(...)
+  if keep <= 0 or not KEYS[2] then
+    return
+  end
+  redis.call('XADD', KEYS[2], 'MAXLEN', keep, '*', ...)
+  local age = tonumber(ARGV[8] or '0') or 0
+  if age > 0 then
+    redis.call('XTRIM', KEYS[2], 'MINID', now - age)
+  end
+end
+
+local function previous(event)
+  history('event', event, 'slot', st[1], 'attempt', attempt, 'fence', fence,
+    'holder', st[8] or '', 'lease', lease, 'kind', 'scheduled')
+end
+
 local function start(n)
   fence = fence + 1
   local until_ms = now + lease_ms
   redis.call('HSET', key, 'slot', slot, 'status', 'running', 'attempt', n,
     'owner', ARGV[2], 'lease', until_ms, 'fence', fence, 'holder', ARGV[6], 'started', now)
+  history('event', 'running', 'slot', slot, 'attempt', n, 'fence', fence,
+    'holder', ARGV[6], 'started', now, 'lease', until_ms, 'kind', 'scheduled')
   return {'won', n, fence, until_ms}
 end
 
@@ -69,29 +98,43 @@ if slot == cur then
     return {'taken', lease, attempt, now}
   end
   if attempt >= tonumber(ARGV[4]) then
-    redis.call('HSET', key, 'status', 'failed', 'owner', '', 'finished', now)
+    redis.call('HSET', key, 'status', 'failed', 'owner', '', 'finished', now,
+      'last_failed', slot, 'failed_at', now, 'last_error', 'abandoned')
+    redis.call('HINCRBY', key, 'failures', 1)
+    previous('abandoned')
     return {'exhausted', attempt}
   end
+  previous('taken_over')
   return start(attempt + 1)
 end
--- a newer slot than the latest claimed: first forget older runs ("allow") whose lease lapsed
+-- a newer slot than the latest claimed: first forget older runs ("allow", triggered runs)
+-- whose lease lapsed; under "skip" a live one makes the new slot wait like the main run
+local overlap = ARGV[5]
 local fields = redis.call('HKEYS', key)
+local other_until = 0
 for _, f in ipairs(fields) do
   if string.sub(f, 1, 2) == 'r:' then
     local v = redis.call('HGET', key, f)
     local until_ms = tonumber(string.match(v, ':(%d+)$'))
     if not until_ms or until_ms <= now then
       redis.call('HDEL', key, f)
+    elseif until_ms > other_until then
+      other_until = until_ms
     end
   end
 end
 if status == 'running' and lease > now then
-  local overlap = ARGV[5]
   if overlap == 'skip' then
     return {'busy', lease, now}
   elseif overlap == 'allow' then
     -- the old run keeps renewing and finishing under its own field
     redis.call('HSET', key, 'r:' .. st[4], st[1] .. ':' .. st[5])
+  else
+    previous('replaced')
   end
+elseif overlap == 'skip' and other_until > now then
+  return {'busy', other_until, now}
+elseif status == 'running' then
+  previous('expired')
 end
 return start(1)
