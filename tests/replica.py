@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-attempts", type=int, default=3)
     parser.add_argument("--catch-up", type=float, default=None)
     parser.add_argument("--socket-timeout", type=float, default=2.0)
+    parser.add_argument(
+        "--retries", type=int, default=None, help="redis-py retries (default: its own policy)"
+    )
     parser.add_argument("--sentinel", default="", help="host:port,... of the sentinels")
     parser.add_argument("--service", default="mymaster")
     parser.add_argument("--cluster", action="store_true")
@@ -132,7 +135,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def make_client(args: argparse.Namespace) -> Any:
     """The redis-py client for the topology the arguments name."""
-    timeouts = {"socket_timeout": args.socket_timeout, "socket_connect_timeout": 1.0}
+    timeouts: dict[str, Any] = {
+        "socket_timeout": args.socket_timeout,
+        "socket_connect_timeout": 1.0,
+    }
+    if args.retries is not None:
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        timeouts["retry"] = Retry(NoBackoff(), args.retries)
     if args.sentinel:
         from redis.sentinel import Sentinel
 
