@@ -137,6 +137,7 @@ class Operations:
         try:
             pubsub.subscribe(events_channel(runner.prefix))
             self.listening = True
+            self._registered = None  # an empty Redis (restart) forgot the registry
             self.sync()  # catch up on whatever was sent while we were not listening
             logger.debug("cronlock: runner %s listening for operations", runner.runner_id)
             next_sync = time.monotonic() + runner.poll_interval
