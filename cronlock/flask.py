@@ -47,11 +47,12 @@ from typing import Any, Callable, Optional, TypeVar
 
 import click
 import redis
-from flask import Flask, current_app, has_app_context
+from flask import Blueprint, Flask, current_app, has_app_context
 
 from cronlock import gunicorn as _gunicorn
 from cronlock._every import Every
-from cronlock._validate import seconds_to_ms
+from cronlock._flask.blueprint import ACTIONS, Authorize, make_blueprint
+from cronlock._validate import check_key, seconds_to_ms
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
 from cronlock.job import OPTION_NAMES, Job, default_key, make_caller, parse_options
@@ -60,7 +61,14 @@ from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Sch
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULTS", "CronLock", "CronLockState", "should_autostart"]
+__all__ = [
+    "ACTIONS",
+    "DEFAULTS",
+    "CronLock",
+    "CronLockState",
+    "management_blueprint",
+    "should_autostart",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -179,6 +187,7 @@ class CronLock:
         self._observers = tuple(observers)
         self._on_error = on_error
         self._registrations: list[_Registration] = []
+        self._tasks: list[tuple[str, Callable[..., Any]]] = []
         self._states: list[weakref.ref[CronLockState]] = []
         if app is not None:
             self.init_app(app)
@@ -212,6 +221,8 @@ class CronLock:
         state = CronLockState(self, runner, client, stop_timeout, weakref.ref(app))
         for registration in self._registrations:
             self._attach(app, state, registration)
+        for task_name, fn in self._tasks:
+            self._attach_task(app, state, task_name, fn)
         app.extensions[EXTENSION_KEY] = state
         self._states.append(weakref.ref(state))
         _gunicorn.manage(runner, stop_timeout=stop_timeout)
@@ -292,9 +303,26 @@ class CronLock:
             raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
         return self._register(fn, lambda tz: schedule, options, args=args, kwargs=kwargs, tags=tags)
 
-    def task(self, schedule: Schedule, **options: Any) -> Callable[[F], F]:
-        """Decorator form of :meth:`add_job`, for any :class:`~cronlock.schedules.Schedule`."""
-        return self._decorator(lambda tz: schedule, options)
+    def task(self, name: str) -> Callable[[F], F]:
+        """Decorator: a handler for dynamic schedules named ``name`` (see ``CronRunner.task``).
+
+        Operators schedule it at runtime (``Admin.add_schedule``, the management API or
+        ``cronlock schedule add``); it runs inside the app context like every job.
+        """
+        check_key(name, "task name")
+
+        def decorate(fn: F) -> F:
+            make_caller(fn)
+            if any(task == name for task, _ in self._tasks):
+                raise ConfigurationError(f"a handler for task {name!r} is already registered")
+            self._tasks.append((name, fn))
+            for state in self._live_states():
+                app = state.app
+                if app is not None:
+                    self._attach_task(app, state, name, fn)
+            return fn
+
+        return decorate
 
     def cron(
         self,
@@ -419,8 +447,13 @@ class CronLock:
                 jobs.append(self._attach(app, state, registration))
         return jobs[0] if len(jobs) == 1 else None
 
+    @staticmethod
+    def _attach_task(app: Flask, state: CronLockState, name: str, fn: Callable[..., Any]) -> None:
+        state.runner.task(name)(_in_app_context(app, make_caller(fn), fn))
+
     def _attach(self, app: Flask, state: CronLockState, registration: _Registration) -> Job:
-        handler = _in_app_context(app, registration)
+        call = make_caller(registration.fn, registration.args, registration.kwargs)
+        handler = _in_app_context(app, call, registration.fn)
         schedule = registration.schedule_for(app.config["CRONLOCK_TIMEZONE"])
         job = state.runner.add_job(
             handler, schedule, tags=registration.tags, **registration.options
@@ -428,19 +461,38 @@ class CronLock:
         state.jobs[registration.key] = job
         return job
 
+    # -- management ---------------------------------------------------------------------
 
-def _in_app_context(app: Flask, registration: _Registration) -> Callable[[JobContext], Any]:
-    """The handler, called with ``ctx`` (or bare) inside ``app.app_context()``."""
-    call = make_caller(registration.fn, registration.args, registration.kwargs)
+    def blueprint(
+        self,
+        *,
+        authorize: Optional[Authorize] = None,
+        url_prefix: str = "/cronlock",
+        name: str = "cronlock",
+        title: str = "cronlock",
+    ) -> Blueprint:
+        """The management API and dashboard for this extension's runners.
+
+        Same as ``management_blueprint(self, ...)``; see :func:`management_blueprint`.
+        """
+        return management_blueprint(
+            self, authorize=authorize, url_prefix=url_prefix, name=name, title=title
+        )
+
+
+def _in_app_context(
+    app: Flask, call: Callable[[JobContext], Any], fn: Callable[..., Any]
+) -> Callable[[JobContext], Any]:
+    """``call(ctx)`` inside ``app.app_context()``, named like the user's ``fn`` for logs."""
 
     def run_in_app_context(ctx: JobContext) -> Any:
         with app.app_context():
             return call(ctx)
 
     # No __wrapped__: the runner inspects this wrapper's one-parameter signature.
-    run_in_app_context.__name__ = getattr(registration.fn, "__name__", "handler")
-    run_in_app_context.__qualname__ = getattr(registration.fn, "__qualname__", "handler")
-    run_in_app_context.__module__ = getattr(registration.fn, "__module__", __name__)
+    run_in_app_context.__name__ = getattr(fn, "__name__", "handler")
+    run_in_app_context.__qualname__ = getattr(fn, "__qualname__", "handler")
+    run_in_app_context.__module__ = getattr(fn, "__module__", __name__)
     return run_in_app_context
 
 
@@ -477,3 +529,39 @@ def _stop_at_exit(ref: weakref.ref[CronRunner], timeout: float) -> None:
     runner = ref()
     if runner is not None and runner.running:
         runner.stop(timeout=timeout)
+
+
+def management_blueprint(
+    source: Any,
+    *,
+    authorize: Optional[Authorize] = None,
+    url_prefix: str = "/cronlock",
+    name: str = "cronlock",
+    title: str = "cronlock",
+) -> Blueprint:
+    """The opt-in management blueprint: a JSON API and a dashboard page.
+
+    Args:
+        source: the :class:`CronLock` extension (each app's own runner), a
+            ``CronRunner``, an :class:`~cronlock.Admin`, or a callable returning one.
+        authorize: ``authorize(action) -> bool``, called in the request for each
+            endpoint, ``action`` one of :data:`ACTIONS` (``"read"``, ``"pause"``,
+            ``"resume"``, ``"trigger"``, ``"add_schedule"``, ``"remove_schedule"``).
+            Without it reads are open and mutations need ``Authorization: Bearer
+            <CRONLOCK_API_TOKEN>``; with neither, every mutation is refused (403).
+        url_prefix: where the routes are mounted.
+        name: the blueprint's name (distinct names to mount it twice).
+        title: the dashboard's heading.
+
+    Guarantees: no state changes on GET; POST bodies must be JSON (else 415); invalid
+    input answers 400 with the message the Python API raises; unknown jobs 404.
+
+    Example::
+
+        app.register_blueprint(
+            management_blueprint(cronlock, authorize=lambda action: current_user.is_admin)
+        )
+    """
+    return make_blueprint(
+        source, authorize=authorize, url_prefix=url_prefix, name=name, title=title
+    )

@@ -112,22 +112,25 @@ def test_cron_uses_the_configured_timezone(redis_url: str) -> None:
     assert "UTC" in ext.runner.job("explicit").schedule.describe()
 
 
-def test_task_and_add_job_take_any_schedule(redis_url: str) -> None:
-    """@task(schedule) and add_job(fn, schedule) register like the runner's add_job."""
+def test_add_job_takes_any_schedule_and_task_registers_named_handlers(redis_url: str) -> None:
+    """add_job(fn, schedule) registers like the runner's; @task(name) reaches each runner."""
     app = make_app(redis_url)
     ext = CronLock(app)
     calls: list[int] = []
 
-    @ext.task(IntervalSchedule(30), key="t", ttl=5)
-    def t() -> None:
+    @ext.task("reindex")
+    def reindex(ctx: JobContext) -> None:
         calls.append(1)
 
-    job = ext.add_job(lambda: calls.append(2), IntervalSchedule(30), key="a")
+    job = ext.add_job(lambda: calls.append(2), IntervalSchedule(30), key="a", ttl=5)
     assert job is not None
     assert job.key == "a"
-    assert ext.runner.job("t").options.ttl_ms == 5000
-    assert ext.runner.run_pending(NOW) == 2
-    assert sorted(calls) == [1, 2]
+    assert job.options.ttl_ms == 5000
+    assert "reindex" in ext.runner.tasks.names()
+    assert ext.runner.run_pending(NOW) == 1
+    assert calls == [2]
+    with pytest.raises(ConfigurationError, match="already registered"):
+        ext.task("reindex")(print)
 
 
 def test_mistakes_fail_at_registration_or_init(redis_url: str) -> None:

@@ -1,0 +1,1 @@
+"""Private parts of :mod:`cronlock.flask`: the management blueprint and dashboard."""

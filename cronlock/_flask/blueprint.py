@@ -1,0 +1,409 @@
+"""The management blueprint: a JSON API and a dashboard page over :class:`cronlock.Admin`.
+
+Routes (under ``url_prefix``, default ``/cronlock``)::
+
+    GET    /                            the dashboard (HTML)
+    GET    /health                      runner health: 200 when ok, else 503
+    GET    /api/jobs                    every job: status, next run, last outcome
+    GET    /api/jobs/<key>?limit=50     one job and its latest history entries
+    GET    /api/runners                 live runners (heartbeats)
+    GET    /api/schedules               dynamic schedules
+    GET    /api/auth                    {"authorized": bool} for this request's credentials
+    POST   /api/jobs/<key>/pause        {} -> 200
+    POST   /api/jobs/<key>/resume       {} -> 200
+    POST   /api/jobs/<key>/trigger      {"force": false} -> 202 {"request_id": ...}
+    POST   /api/schedules               {"task", "cron" | "interval", ...} -> 201
+    DELETE /api/schedules/<id>          -> 200, 404 if there was none
+
+Safety: every mutation needs authorization, and is refused (403) when none is set up:
+the ``authorize(action)`` callable returns True, or the request carries
+``Authorization: Bearer <CRONLOCK_API_TOKEN>``. Nothing changes on GET. POST bodies
+must be JSON (``Content-Type: application/json``, else 415), which a cross-site HTML
+form cannot send without a CORS preflight. Invalid input is a 400 with the message the
+Python API raises. Reads are open unless ``authorize("read")`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import redis
+from flask import Blueprint, Response, current_app, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException
+
+from cronlock.errors import ConfigurationError
+
+logger = logging.getLogger("cronlock.flask")
+
+PACKAGE = Path(__file__).resolve().parent.parent
+ACTIONS = ("read", "pause", "resume", "trigger", "add_schedule", "remove_schedule")
+MAX_HISTORY = 500
+DASHBOARD_HISTORY = 40  # entries in the dashboard's "recent runs"
+DASHBOARD_HISTORY_PER_JOB = 10
+END_EVENTS = frozenset(
+    {"succeeded", "failed", "cancelled", "taken_over", "abandoned", "expired", "replaced"}
+)
+
+Authorize = Callable[[str], bool]
+
+
+class _Source:
+    """Where the blueprint gets an Admin and a health report from.
+
+    Accepts the Flask extension (the current app's runner), a ``CronRunner``, an
+    ``Admin``, or a callable returning one of those (looked up per request).
+    """
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def _resolve(self) -> Any:
+        source = self.source
+        if hasattr(source, "runner_for"):  # the CronLock extension
+            return source.runner_for(current_app._get_current_object())  # type: ignore[attr-defined]
+        if callable(source) and not hasattr(source, "jobs"):
+            return source()
+        return source
+
+    def admin(self) -> Any:
+        target = self._resolve()
+        admin = getattr(target, "admin", None)
+        if admin is not None and not callable(admin):
+            return admin  # a runner's ``admin`` property
+        return target
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        target = self._resolve()
+        check = getattr(target, "health", None)
+        if callable(check):
+            report = check()
+            return bool(report.ok), report.as_dict()
+        try:  # an Admin alone: all we can tell is whether Redis answers
+            target.client.ping()
+        except redis.RedisError as exc:
+            return False, {"ok": False, "redis": False, "problems": [f"Redis: {exc}"]}
+        return True, {"ok": True, "redis": True, "problems": []}
+
+
+def _json_error(status: int, message: str, **extra: Any) -> tuple[Response, int]:
+    return jsonify({"error": message, **extra}), status
+
+
+def _dumps(value: Any) -> Any:
+    return value.as_dict() if hasattr(value, "as_dict") else value
+
+
+def make_blueprint(
+    source: Any,
+    *,
+    authorize: Optional[Authorize] = None,
+    url_prefix: str = "/cronlock",
+    name: str = "cronlock",
+    title: str = "cronlock",
+) -> Blueprint:
+    """Build the blueprint (see the module docstring for the routes and their rules).
+
+    Args:
+        source: the :class:`~cronlock.flask.CronLock` extension, a ``CronRunner``, an
+            ``Admin``, or a callable returning one (called per request).
+        authorize: ``authorize(action) -> bool``, called inside the request for each
+            endpoint with ``action`` in :data:`ACTIONS`. None: reads are open, and
+            mutations need the bearer token ``CRONLOCK_API_TOKEN`` (refused if unset).
+        url_prefix: where to mount it.
+        name: the blueprint name (change it to mount two).
+        title: shown in the dashboard's header.
+    """
+    if authorize is not None and not callable(authorize):
+        raise ConfigurationError(f"authorize must be callable; got {authorize!r}")
+    bp = Blueprint(
+        name,
+        __name__,
+        url_prefix=url_prefix,
+        template_folder=str(PACKAGE / "templates"),
+        static_folder=str(PACKAGE / "static"),
+        static_url_path="/static",
+    )
+    views = _Views(_Source(source), authorize, bp, title)
+    bp.before_request(views.check_read)
+    bp.register_error_handler(_BodyError, views.body_error)
+    bp.register_error_handler(redis.RedisError, views.redis_error)
+    bp.register_error_handler(HTTPException, views.http_error)
+    rules: list[tuple[str, str, Callable[..., Any]]] = [
+        ("/", "GET", views.dashboard),
+        ("/health", "GET", views.health),
+        ("/api/auth", "GET", views.auth),
+        ("/api/jobs", "GET", views.jobs),
+        ("/api/jobs/<path:key>", "GET", views.job),
+        ("/api/runners", "GET", views.runners),
+        ("/api/schedules", "GET", views.schedules),
+        ("/api/jobs/<path:key>/pause", "POST", views.pause),
+        ("/api/jobs/<path:key>/resume", "POST", views.resume),
+        ("/api/jobs/<path:key>/trigger", "POST", views.trigger),
+        ("/api/schedules", "POST", views.add_schedule),
+        ("/api/schedules/<path:schedule_id>", "DELETE", views.remove_schedule),
+    ]
+    for rule, method, view in rules:
+        endpoint = f"{view.__name__}_{method.lower()}"
+        bp.add_url_rule(rule, endpoint, view, methods=[method])
+    return bp
+
+
+class _Views:
+    """The blueprint's views, sharing the source, the authorization rule and the blueprint."""
+
+    def __init__(
+        self, src: _Source, authorize: Optional[Authorize], bp: Blueprint, title: str
+    ) -> None:
+        self.src = src
+        self.authorize = authorize
+        self.bp = bp
+        self.title = title
+
+    # -- authorization and bodies ---------------------------------------------------------
+
+    def token_ok(self) -> bool:
+        token = current_app.config.get("CRONLOCK_API_TOKEN")
+        header = request.headers.get("Authorization", "")
+        if not token or not header.startswith("Bearer "):
+            return False
+        return hmac.compare_digest(header[len("Bearer ") :].encode(), str(token).encode())
+
+    def allowed(self, action: str) -> bool:
+        if self.token_ok():
+            return True
+        if self.authorize is not None:
+            return bool(self.authorize(action))
+        return action == "read"
+
+    def refuse(self, action: str) -> tuple[Response, int]:
+        if self.authorize is None and not current_app.config.get("CRONLOCK_API_TOKEN"):
+            return _json_error(
+                403,
+                f"{action} refused: management actions are off until the app passes "
+                "authorize=... or sets CRONLOCK_API_TOKEN",
+            )
+        status = 401 if self.authorize is None else 403
+        response, status = _json_error(status, f"{action}: not authorized")
+        if self.authorize is None:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="cronlock"'
+        return response, status
+
+    def check_read(self) -> Optional[tuple[Response, int]]:
+        is_static = request.endpoint == f"{self.bp.name}.static"
+        if request.method == "GET" and not is_static and not self.allowed("read"):
+            return self.refuse("read")
+        return None
+
+    @staticmethod
+    def body() -> dict[str, Any]:
+        if request.method == "DELETE" and not request.get_data():
+            return {}  # nothing to parse; the action is in the URL
+        if not request.is_json:
+            raise _BodyError(415, "send a JSON body with Content-Type: application/json")
+        data = request.get_json(silent=True)
+        if data is None and request.get_data():
+            raise _BodyError(400, "the body is not valid JSON")
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise _BodyError(400, "the JSON body must be an object")
+        return data
+
+    def mutate(self, action: str, fn: Callable[[dict[str, Any]], tuple[Any, int]]) -> Any:
+        if not self.allowed(action):
+            return self.refuse(action)
+        data = self.body()
+        try:
+            result, status = fn(data)
+        except KeyError as exc:
+            return _json_error(404, str(exc.args[0]) if exc.args else "not found")
+        except (ValueError, TypeError) as exc:  # ConfigurationError is a ValueError
+            return _json_error(400, str(exc))
+        logger.info("cronlock: management API %s by %s", action, request.remote_addr)
+        return jsonify(result), status
+
+    # -- errors -------------------------------------------------------------------------
+
+    @staticmethod
+    def body_error(error: _BodyError) -> tuple[Response, int]:
+        return _json_error(error.status, error.message)
+
+    @staticmethod
+    def redis_error(error: redis.RedisError) -> tuple[Response, int]:
+        logger.warning("cronlock: management API could not reach Redis: %s", error)
+        return _json_error(503, f"Redis is unavailable: {error}")
+
+    def http_error(self, error: HTTPException) -> Any:
+        # Inside the API, answer errors (405, 404) as JSON like everything else.
+        if request.path.startswith(request.script_root + (self.bp.url_prefix or "") + "/api"):
+            return _json_error(error.code or 500, error.description or str(error))
+        return error
+
+    # -- reads --------------------------------------------------------------------------
+
+    def health(self) -> tuple[Response, int]:
+        try:
+            ok, report = self.src.health()
+        except redis.RedisError as exc:
+            ok, report = False, {"ok": False, "redis": False, "problems": [str(exc)]}
+        return jsonify(report), 200 if ok else 503
+
+    def auth(self) -> Response:
+        return jsonify({"authorized": self.allowed("pause")})
+
+    def jobs(self) -> Response:
+        return jsonify({"jobs": [_dumps(j) for j in self.src.admin().jobs()]})
+
+    def job(self, key: str) -> tuple[Response, int]:
+        try:
+            limit = int(request.args.get("limit", "50"))
+        except ValueError:
+            return _json_error(400, f"limit must be an int; got {request.args['limit']!r}")
+        if not 1 <= limit <= MAX_HISTORY:
+            return _json_error(400, f"limit must be between 1 and {MAX_HISTORY}; got {limit}")
+        admin = self.src.admin()
+        try:
+            status = admin.job(key)
+            history = admin.history(key, limit)
+        except KeyError as exc:
+            return _json_error(404, str(exc.args[0]) if exc.args else f"no job {key!r}")
+        except (ValueError, TypeError) as exc:
+            return _json_error(400, str(exc))
+        return jsonify({"job": _dumps(status), "history": [_dumps(h) for h in history]}), 200
+
+    def runners(self) -> Response:
+        return jsonify({"runners": [_dumps(r) for r in self.src.admin().runners()]})
+
+    def schedules(self) -> Response:
+        specs = self.src.admin().list_schedules()
+        return jsonify({"schedules": [_schedule_dict(s) for s in specs]})
+
+    # -- mutations ------------------------------------------------------------------------
+
+    def pause(self, key: str) -> Any:
+        def run(data: dict[str, Any]) -> tuple[Any, int]:
+            self.src.admin().pause(key)
+            return {"key": key, "paused": True}, 200
+
+        return self.mutate("pause", run)
+
+    def resume(self, key: str) -> Any:
+        def run(data: dict[str, Any]) -> tuple[Any, int]:
+            self.src.admin().resume(key)
+            return {"key": key, "paused": False}, 200
+
+        return self.mutate("resume", run)
+
+    def trigger(self, key: str) -> Any:
+        def run(data: dict[str, Any]) -> tuple[Any, int]:
+            force = data.get("force", False)
+            if not isinstance(force, bool):
+                raise TypeError(f"force must be true or false; got {force!r}")
+            request_id = self.src.admin().trigger(key, force=force)
+            return {"key": key, "request_id": request_id}, 202
+
+        return self.mutate("trigger", run)
+
+    def add_schedule(self) -> Any:
+        def run(data: dict[str, Any]) -> tuple[Any, int]:
+            fields = dict(data)
+            task = fields.pop("task", None)
+            if not isinstance(task, str):
+                raise TypeError(f"task must be a string (a task name); got {task!r}")
+            options = fields.pop("options", {}) or {}
+            if not isinstance(options, dict):
+                raise TypeError(f"options must be an object; got {options!r}")
+            known = {"cron", "interval", "timezone", "payload", "schedule_id"}
+            unknown = sorted(set(fields) - known)
+            if unknown:
+                raise ConfigurationError(
+                    f"unknown field(s) {', '.join(map(repr, unknown))}; known fields: "
+                    f"task, {', '.join(sorted(known))}, options"
+                )
+            spec = self.src.admin().add_schedule(task, **fields, **options)
+            return {"schedule": _schedule_dict(spec)}, 201
+
+        return self.mutate("add_schedule", run)
+
+    def remove_schedule(self, schedule_id: str) -> Any:
+        def run(data: dict[str, Any]) -> tuple[Any, int]:
+            if not self.src.admin().remove_schedule(schedule_id):
+                raise KeyError(f"no schedule {schedule_id!r}")
+            return {"removed": schedule_id}, 200
+
+        return self.mutate("remove_schedule", run)
+
+    # -- the dashboard ------------------------------------------------------------------
+
+    def dashboard(self) -> str:
+        admin = self.src.admin()
+        job_list = admin.jobs()
+        recent: list[Any] = []
+        last_end: dict[str, Any] = {}
+        for status in job_list[:50]:
+            entries = admin.history(status.key, DASHBOARD_HISTORY_PER_JOB)
+            recent.extend(entries)
+            last_end[status.key] = next((e for e in entries if e.event in END_EVENTS), None)
+        recent.sort(key=lambda e: e.at, reverse=True)
+        try:
+            healthy, report = self.src.health()
+        except redis.RedisError as exc:
+            healthy, report = False, {"problems": [str(exc)]}
+        return render_template(
+            "cronlock/dashboard.html",
+            title=self.title,
+            jobs=job_list,
+            last_end=last_end,
+            recent=recent[:DASHBOARD_HISTORY],
+            runners=admin.runners(),
+            schedules=admin.list_schedules(),
+            healthy=healthy,
+            health=report,
+            authorized=self.allowed("pause"),
+            token_auth=bool(current_app.config.get("CRONLOCK_API_TOKEN")),
+            api=request.script_root + (self.bp.url_prefix or "") + "/api",
+            static=request.script_root + (self.bp.url_prefix or "") + "/static",
+            now=datetime.now(timezone.utc),
+            fmt=_fmt,
+            ago=_ago,
+        )
+
+
+class _BodyError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _schedule_dict(spec: Any) -> dict[str, Any]:
+    out = dict(spec.__dict__) if not hasattr(spec, "as_dict") else spec.as_dict()
+    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in out.items()}
+
+
+def _fmt(value: Optional[datetime]) -> str:
+    """A datetime as ``YYYY-MM-DD HH:MM:SS`` UTC, or an em dash."""
+    if value is None:
+        return "—"
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _ago(value: Optional[datetime], now: datetime) -> str:
+    """``in 3 s`` / ``5 min ago`` relative to ``now``."""
+    if value is None:
+        return ""
+    seconds = (value - now).total_seconds()
+    amount = abs(seconds)
+    if amount < 90:
+        text = f"{amount:.0f} s"
+    elif amount < 5400:
+        text = f"{amount / 60:.0f} min"
+    elif amount < 172800:
+        text = f"{amount / 3600:.0f} h"
+    else:
+        text = f"{amount / 86400:.0f} d"
+    return f"in {text}" if seconds >= 0 else f"{text} ago"
