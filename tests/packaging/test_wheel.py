@@ -116,17 +116,16 @@ def test_wheel_metadata_lists_classifiers_urls_extras_and_dependencies(dists: Di
     assert "cronlock = cronlock.cli:main" in dists.wheel_text(f"{dists.dist_info}/entry_points.txt")
 
 
-def test_wheel_holds_every_module_lua_script_and_py_typed(dists: Dists) -> None:
-    """Every .py and .lua under cronlock/ (subpackages too) and py.typed are in the wheel."""
+def test_wheel_holds_every_file_of_the_package(dists: Dists) -> None:
+    """Every file under cronlock/ (modules, subpackages, Lua, py.typed, data) is in the wheel."""
     package = dists.source / "cronlock"
     expected = {
         path.relative_to(dists.source).as_posix()
-        for pattern in ("**/*.py", "**/*.lua")
-        for path in package.glob(pattern)
+        for path in package.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
     }
-    expected.add("cronlock/py.typed")
     names = dists.wheel_names()
-    assert any(name.startswith("cronlock/scripts/") for name in expected)
+    assert {"cronlock/py.typed", "cronlock/scripts/job_claim.lua"} <= expected
     assert sorted(expected - names) == []
     strays = {n for n in names if not n.startswith(("cronlock/", f"{dists.dist_info}/"))}
     assert strays == set()  # tests, docs and bench stay out of the wheel
