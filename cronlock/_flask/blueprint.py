@@ -348,6 +348,11 @@ class _Views:
             entries = admin.history(status.key, DASHBOARD_HISTORY_PER_JOB)
             recent.extend(entries)
             last_end[status.key] = next((e for e in entries if e.event in END_EVENTS), None)
+        # A "running" entry followed by its end says nothing the end does not: drop it.
+        ended = {(e.key, e.slot, e.attempt) for e in recent if e.event in END_EVENTS}
+        recent = [
+            e for e in recent if e.event != "running" or (e.key, e.slot, e.attempt) not in ended
+        ]
         recent.sort(key=lambda e: e.at, reverse=True)
         try:
             healthy, report = self.src.health()
