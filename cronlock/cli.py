@@ -7,6 +7,10 @@ Commands::
     cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S] -- COMMAND [ARGS...]
     cronlock locks [KEY]
     cronlock demo [--duration S] [--replicas N] [--no-kill]
+    cronlock status | jobs | runners | history [KEY] [--limit N]
+    cronlock pause|resume KEY | --all;  cronlock trigger KEY [--force]
+    cronlock schedule add TASK --cron EXPR|--interval S [...] | list | remove ID
+    cronlock run MODULE:ATTR [--stop-timeout S]
 
 Global options (before or after the command): ``--redis-url URL`` (else
 ``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``), ``--prefix`` (default ``cronlock``),
@@ -61,6 +65,13 @@ COMMANDS: tuple[str, ...] = (
     "cronlock._cli.doctor",
     "cronlock._cli.exec_lock",
     "cronlock._cli.locks",
+    "cronlock._cli.status",
+    "cronlock._cli.jobs",
+    "cronlock._cli.history",
+    "cronlock._cli.runners",
+    "cronlock._cli.steer",
+    "cronlock._cli.schedule",
+    "cronlock._cli.run",
     "cronlock._cli.demo",
 )
 
