@@ -34,7 +34,7 @@ def inspect(client: Any, key: str, prefix: str = "cronlock") -> Optional[LockInf
     """
     check_key(key)
     keys = LockKeys.of(check_prefix(prefix), key)
-    reply = _INSPECT(check_client(client), [keys.lock, keys.meta], [])
+    reply = _INSPECT(check_client(client), [keys.lock, keys.fence], [])
     if not reply:
         return None
     token, pttl, holder, since, fence = reply

@@ -1,7 +1,15 @@
 """Renewal of held locks from the process's one shared renewal thread.
 
-Each hold of a :class:`~cronlock.lock.RedisLock` with ``renew=True`` puts one
-:class:`Renewal` on :func:`cronlock._renewer.get_renewer`'s heap, due every ``ttl / 3``.
+Each hold of a :class:`~cronlock.lock.RedisLock` with ``renew=True`` gets a
+:class:`Renewal`, due every ``ttl / 3``. The holds of one process are kept by
+:data:`HOLDS` (a :class:`Holds`), which sits in :func:`cronlock._renewer.get_renewer`'s
+heap as *one* entry due at its earliest live renewal. So:
+
+* an acquire costs a dict insert and a heap push on a small heap of live holds, and a
+  push to the shared renewer only when it brings the earliest due time forward;
+* a release removes the hold at once (a dict delete): released holds never wake the
+  renewal thread, however many acquire/release cycles a process runs per second.
+
 A renewal:
 
 * stops quietly once the hold ends (release, re-acquire: a generation number tells);
@@ -10,35 +18,51 @@ A renewal:
   marks the lock lost once :meth:`~cronlock.lock.RedisLock.remaining` reaches 0;
 * with ``max_hold``, asks for shorter leases so the lock ends ``max_hold`` after the
   acquire, then marks it lost if it is still held.
+
+Fork: a forked child starts with no holds, so a lock held by the parent is never
+renewed by the child (it stays the parent's); the child's own holds are renewed by the
+child's renewer.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
+import os
+import threading
 import time
 from typing import TYPE_CHECKING, Optional
 
 from redis.exceptions import RedisError
+
+from cronlock._renewer import get_renewer
 
 if TYPE_CHECKING:
     from cronlock.lock import RedisLock
 
 logger = logging.getLogger("cronlock.lock")
 
+#: Ended holds' heap entries tolerated before a compaction (beyond twice the live ones).
+_COMPACT_AT = 16
+
 
 class Renewal:
-    """One hold's entry in the shared renewer; stops when the hold ends."""
+    """One hold's renewal; stops when the hold ends."""
 
-    def __init__(self, lock: RedisLock, generation: int) -> None:
+    __slots__ = ("due", "generation", "interval", "lock")
+
+    def __init__(self, lock: RedisLock, generation: int, due: float) -> None:
         self.lock = lock
         self.generation = generation
         self.interval = lock.ttl / 3
+        self.due = due
 
     def _current(self) -> Optional[str]:
         lock = self.lock
         with lock._state:
             live = lock._generation == self.generation and lock._held and not lock._releasing
-            return lock.token if live and not lock.lost.is_set() else None
+            return lock.token if live and not lock._lost else None
 
     def _next_ttl_ms(self, now: float) -> int:
         """The lease to ask for: the ttl, cut short so it ends at max_hold."""
@@ -48,6 +72,7 @@ class Renewal:
         return min(lock._ttl_ms, int((lock._acquired_at + lock._max_hold - now) * 1000))
 
     def renew_due(self) -> Optional[float]:
+        """Renew now; the monotonic time of the next renewal, or None when done."""
         lock = self.lock
         token = self._current()
         if token is None:
@@ -86,3 +111,114 @@ class Renewal:
 
     def __repr__(self) -> str:
         return f"Renewal({self.lock!r})"
+
+
+class _Ticket:
+    """The holds' one entry in the shared renewer; a superseded ticket stops itself."""
+
+    __slots__ = ("due", "holds")
+
+    def __init__(self, holds: Holds, due: float) -> None:
+        self.holds = holds
+        self.due = due
+
+    def renew_due(self) -> Optional[float]:
+        return self.holds._serve(self)
+
+    def __repr__(self) -> str:
+        return "Renewal(held locks)"
+
+
+class Holds:
+    """The live renewing holds of this process, served from the shared renewer."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._live: dict[Renewal, int] = {}
+        self._heap: list[tuple[float, int, Renewal]] = []
+        self._seq = itertools.count()
+        self._ticket: Optional[_Ticket] = None
+        self._pid = os.getpid()
+
+    def add(self, renewal: Renewal) -> None:
+        """Renew ``renewal`` at its due time (and again as it asks) until discarded."""
+        with self._mutex:
+            if self._pid != os.getpid():
+                self._reset()
+            self._push(renewal)
+            ticket = self._ticket
+            if ticket is not None and ticket.due <= renewal.due:
+                return
+            ticket = self._ticket = _Ticket(self, renewal.due)
+        get_renewer().schedule(ticket, ticket.due)
+
+    def discard(self, renewal: Renewal) -> None:
+        """Stop renewing ``renewal`` (its hold ended); never sends anything to Redis."""
+        with self._mutex:
+            if self._live.pop(renewal, None) is None:
+                return
+            if len(self._heap) > _COMPACT_AT + 2 * len(self._live):
+                self._compact()
+
+    def __len__(self) -> int:
+        with self._mutex:
+            return len(self._live)
+
+    def _push(self, renewal: Renewal) -> None:
+        seq = next(self._seq)
+        self._live[renewal] = seq
+        heapq.heappush(self._heap, (renewal.due, seq, renewal))
+
+    def _compact(self) -> None:
+        """Drop heap entries of ended holds (amortised O(1) per discard)."""
+        self._heap = [entry for entry in self._heap if self._live.get(entry[2]) == entry[1]]
+        heapq.heapify(self._heap)
+
+    def _serve(self, ticket: _Ticket) -> Optional[float]:
+        """Renew what is due; the next due time, or None when this ticket is done."""
+        with self._mutex:
+            if ticket is not self._ticket:
+                return None
+            now = time.monotonic()
+            due: list[Renewal] = []
+            heap = self._heap
+            while heap and (heap[0][0] <= now or self._live.get(heap[0][2]) != heap[0][1]):
+                _, seq, renewal = heapq.heappop(heap)
+                if self._live.get(renewal) == seq:
+                    del self._live[renewal]
+                    due.append(renewal)
+        for renewal in due:
+            nxt = renewal.renew_due()  # Redis I/O: outside the mutex
+            if nxt is not None:
+                renewal.due = nxt
+                with self._mutex:
+                    if self._pid == os.getpid() and renewal.lock._renewal is renewal:
+                        self._push(renewal)
+        with self._mutex:
+            if ticket is not self._ticket:
+                return None
+            if not self._heap:
+                self._ticket = None
+                return None
+            ticket.due = self._heap[0][0]
+            return ticket.due
+
+    def _reset(self) -> None:
+        """In a forked child: forget the parent's holds (they stay the parent's)."""
+        self._live = {}
+        self._heap = []
+        self._ticket = None
+        self._pid = os.getpid()
+
+
+#: This process's renewing lock holds.
+HOLDS = Holds()
+
+
+def _after_fork_in_child() -> None:
+    HOLDS._mutex = threading.Lock()  # the parent's may have been held at the fork
+    HOLDS._reset()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

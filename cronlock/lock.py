@@ -17,9 +17,13 @@ Guarantees:
 
 Limits: the lease is measured on Redis's clock, the handle's :meth:`~RedisLock.remaining`
 on this process's monotonic clock minus a drift margin; neither protects against a
-Redis failover that loses the key (use fencing tokens for that). Fencing tokens survive
-the lock by 60 s in Redis and are then continued from Redis's ``TIME`` in microseconds,
-so they keep increasing as long as the server's clock does not step back.
+Redis failover that loses the key (use fencing tokens for that).
+
+Fencing tokens are ``max(previous token + 1, Redis TIME in microseconds)``. The previous
+token is kept in the lock's fence key, which outlives the lock by 60 s
+(:data:`FENCE_GRACE_MS`) and then expires, so a lock key costs no memory once it is no
+longer used; after that, Redis's clock alone keeps tokens increasing, as long as the
+server's clock does not step back by more than those 60 s.
 
 A race that compare-and-delete prevents, as a timeline::
 
@@ -36,6 +40,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -49,9 +54,8 @@ from redis.exceptions import RedisError
 
 from cronlock._keys import LockKeys
 from cronlock._lockinfo import LockInfo, inspect
-from cronlock._lockrenew import Renewal
+from cronlock._lockrenew import HOLDS, Renewal
 from cronlock._lockwait import leave_queue, wait_block_seconds
-from cronlock._renewer import get_renewer
 from cronlock._scripts import Script, text
 from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
 from cronlock.errors import LockLost, LockNotAcquired
@@ -64,7 +68,7 @@ _ACQUIRE = Script("lock_acquire")
 _RELEASE = Script("lock_release")
 _EXTEND = Script("lock_extend")
 
-#: How long the meta hash (and so the stored fencing token) outlives the lock.
+#: How long the fence key (and so the stored fencing token) outlives the lock.
 FENCE_GRACE_MS = 60_000
 #: A waiter's place in the queue lapses this long after its last attempt.
 PLACE_MS = 2_000
@@ -82,6 +86,26 @@ OnLost = Callable[["RedisLock"], Any]
 
 def _drift(ttl: float) -> float:
     return ttl * DRIFT_FACTOR + DRIFT_MIN
+
+
+@functools.lru_cache(maxsize=1024)
+def _lock_keys(prefix: str, key: str) -> tuple[LockKeys, list[str]]:
+    """The keys of a lock, and the acquire script's KEYS without the wake key (cached)."""
+    keys = LockKeys.of(check_prefix(prefix), check_key(key))
+    return keys, [keys.lock, keys.fence, keys.queue, keys.queue_expiry]
+
+
+_holder_pid = 0
+_holder = ""
+
+
+def _holder_name() -> str:
+    """``host:pid`` of this process, for operators (recomputed after a fork)."""
+    global _holder_pid, _holder
+    pid = os.getpid()
+    if pid != _holder_pid:
+        _holder_pid, _holder = pid, f"{_HOST}:{pid}"
+    return _holder
 
 
 class RedisLock:
@@ -126,8 +150,12 @@ class RedisLock:
         prefix: str = "cronlock",
         on_lost: Optional[OnLost] = None,
     ) -> None:
-        self.key = check_key(key)
-        self.prefix = check_prefix(prefix)
+        if not isinstance(key, str) or not isinstance(prefix, str):
+            check_key(key)  # raises TypeError naming the bad value
+            check_prefix(prefix)
+        self._keys, self._script_keys = _lock_keys(prefix, key)  # validates both
+        self.key = key
+        self.prefix = prefix
         self._ttl_ms = seconds_to_ms(ttl, "ttl")
         self._wait_ms = _check_wait(wait)
         if not isinstance(renew, bool):
@@ -138,9 +166,9 @@ class RedisLock:
         self._client = check_client(client)
         self._renew = renew
         self._on_lost = on_lost
-        self._keys = LockKeys.of(self.prefix, self.key)
-        #: Set (never cleared while held) once the lock is found expired or taken.
-        self.lost = threading.Event()
+        self._lost = False
+        self._lost_event: Optional[threading.Event] = None
+        self._renewal: Optional[Renewal] = None
         #: The random token of the current (or last) hold; "" before the first acquire.
         self.token = ""
         #: The fencing token of the current (or last) hold; 0 before the first acquire.
@@ -152,6 +180,19 @@ class RedisLock:
         self._pid = 0
         self._acquired_at = 0.0
         self._valid_until = 0.0
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set (never cleared while held) once the lock is found expired or taken.
+
+        A :class:`threading.Event`, created on first use (most holds never need one).
+        """
+        with self._state:
+            if self._lost_event is None:
+                self._lost_event = threading.Event()
+                if self._lost:
+                    self._lost_event.set()
+            return self._lost_event
 
     # -- acquiring -------------------------------------------------------------------
 
@@ -172,33 +213,33 @@ class RedisLock:
                 raise RuntimeError(f"lock {self.key!r} is already held by this handle")
             token = secrets.token_hex(16)
         keys = self._keys
-        script_keys = [keys.lock, keys.meta, keys.queue, keys.queue_expiry, keys.wake(token)]
-        holder = f"{_HOST}:{os.getpid()}"
         place_ms = PLACE_MS if wait_ms else 0
-        deadline = time.monotonic() + (wait_ms or 0) / 1000
-        arrival = ""
+        args: list[Any] = [token, self._ttl_ms, _holder_name(), FENCE_GRACE_MS]
+        if place_ms:  # the queue's arguments travel only when we may wait
+            script_keys = [*self._script_keys, keys.wake_prefix + token]
+            args += [place_ms, ""]
+        else:
+            script_keys = self._script_keys
+        sent = time.monotonic()
+        deadline = sent + (wait_ms or 0) / 1000
         try:
             while True:
-                sent = time.monotonic()
-                reply = _ACQUIRE(
-                    self._client,
-                    script_keys,
-                    [token, self._ttl_ms, holder, FENCE_GRACE_MS, place_ms, arrival],
-                )
-                if int(reply[0]) == 1:
+                reply = _ACQUIRE(self._client, script_keys, args)
+                if reply[0] == 1:
                     self._won(token, int(reply[1]), sent)
                     return self
                 if not place_ms:
                     logger.debug("cronlock: lock %r is held elsewhere", self.key)
                     raise LockNotAcquired(self.key)
-                arrival = text(reply[2])
+                args[5] = text(reply[2])  # keep our place (arrival) in the queue
                 block = wait_block_seconds(self._client, deadline, int(reply[1]))
                 if block is None:
                     raise LockNotAcquired(
                         self.key,
                         f"lock {self.key!r} not acquired within {(wait_ms or 0) / 1000:g} s",
                     )
-                self._client.blpop([keys.wake(token)], timeout=block)
+                self._client.blpop([keys.wake_prefix + token], timeout=block)
+                sent = time.monotonic()
         except BaseException:
             if place_ms:
                 leave_queue(self._client, keys, token, WAKE_TTL_MS)
@@ -206,20 +247,25 @@ class RedisLock:
 
     def _won(self, token: str, fence: int, sent: float) -> None:
         ttl = self._ttl_ms / 1000
+        renewal = None
         with self._state:
             self.token = token
             self.fencing_token = fence
-            self.lost.clear()
+            if self._lost:
+                self._lost = False
+                if self._lost_event is not None:
+                    self._lost_event.clear()
             self._held = True
             self._releasing = False
             self._generation += 1
             self._pid = os.getpid()
             self._acquired_at = sent
             self._valid_until = sent + ttl - _drift(ttl)
-            generation = self._generation
+            if self._renew:
+                renewal = self._renewal = Renewal(self, self._generation, sent + ttl / 3)
         logger.debug("cronlock: acquired lock %r (fencing token %d)", self.key, fence)
-        if self._renew:
-            get_renewer().schedule(Renewal(self, generation), sent + ttl / 3)
+        if renewal is not None:
+            HOLDS.add(renewal)
 
     # -- while held ------------------------------------------------------------------
 
@@ -231,7 +277,7 @@ class RedisLock:
     @property
     def held(self) -> bool:
         """True from a successful acquire until release or loss (no Redis call)."""
-        return self._held and not self.lost.is_set()
+        return self._held and not self._lost
 
     def remaining(self) -> float:
         """Seconds the lease is certainly still valid, by this process's monotonic clock.
@@ -275,7 +321,7 @@ class RedisLock:
     def _extend(self, token: str, ttl_ms: int) -> bool:
         sent = time.monotonic()
         keys = self._keys
-        ok = _EXTEND(self._client, [keys.lock, keys.meta], [token, ttl_ms, FENCE_GRACE_MS])
+        ok = _EXTEND(self._client, [keys.lock, keys.fence], [token, ttl_ms, FENCE_GRACE_MS])
         if int(ok) == 1:
             with self._state:
                 if self.token == token:
@@ -285,9 +331,11 @@ class RedisLock:
 
     def _mark_lost(self, reason: str) -> None:
         with self._state:
-            if self.lost.is_set():
+            if self._lost:
                 return
-            self.lost.set()
+            self._lost = True
+            if self._lost_event is not None:
+                self._lost_event.set()
         logger.warning(
             "cronlock: lock %r lost: %s (fencing token %d)", self.key, reason, self.fencing_token
         )
@@ -325,6 +373,9 @@ class RedisLock:
                 return None
             self._releasing = True
             token = self.token
+            renewal, self._renewal = self._renewal, None
+        if renewal is not None:
+            HOLDS.discard(renewal)
         keys = self._keys
         try:
             owned = int(
@@ -354,7 +405,7 @@ class RedisLock:
         tb: Optional[TracebackType],
     ) -> None:
         """Release; raise :class:`LockLost` if the lock was lost and the body did not raise."""
-        was_lost = self.lost.is_set()
+        was_lost = self._lost
         try:
             owned = self._release()
         except RedisError:
@@ -366,7 +417,7 @@ class RedisLock:
             raise LockLost(self.key)
 
     def __repr__(self) -> str:
-        state = "lost" if self.lost.is_set() else "held" if self._held else "free"
+        state = "lost" if self._lost else "held" if self._held else "free"
         return f"<RedisLock {self.key!r} ttl={self.ttl:g}s {state}>"
 
 

@@ -1,10 +1,10 @@
 -- lock_inspect: read who holds a lock, atomically (for operators; changes nothing).
 --
 -- KEYS[1] lock key
--- KEYS[2] meta key
+-- KEYS[2] fence key  (string "fence since_ms token holder", written by lock_acquire)
 --
 -- Reply: {} when the lock is free; else {token, pttl_ms, holder, since_ms, fence}
--- (holder, since_ms and fence are false when the meta hash does not describe this
+-- (holder, since_ms and fence are false when the fence key does not describe this
 -- token, e.g. a key written by something other than cronlock).
 
 local token = redis.call('GET', KEYS[1])
@@ -12,8 +12,11 @@ if not token then
     return {}
 end
 local pttl = redis.call('PTTL', KEYS[1])
-local meta = redis.call('HMGET', KEYS[2], 'token', 'holder', 'since', 'fence')
-if meta[1] ~= token then
-    return {token, pttl, false, false, false}
+local info = redis.call('GET', KEYS[2])
+if info then
+    local fence, since, owner, holder = string.match(info, '^(%d+) (%d+) (%S+) (.*)$')
+    if owner == token then
+        return {token, pttl, holder, since, fence}
+    end
 end
-return {token, pttl, meta[2], meta[3], meta[4]}
+return {token, pttl, false, false, false}
