@@ -180,7 +180,7 @@ def test_redis_killed_and_restarted_empty(
     during = [r for r in history.events("start") if down + 0.05 < r["t"] < up]
     assert during == [], "fail closed: no run started while Redis was away"
     assert [r for r in history.events("error") if r["phase"] == "acquire"]
-    assert report.explained["outage"] >= 3
+    assert report.explained["outage"] >= 1
 
 
 def test_redis_frozen_longer_than_the_lease(

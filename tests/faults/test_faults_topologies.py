@@ -67,7 +67,7 @@ class Sentinels:
 
     def stop(self) -> None:
         for proc in self.procs:
-            proc.terminate()
+            proc.kill()
         for proc in self.procs:
             proc.wait(10)
 
@@ -84,6 +84,14 @@ def sentinel_setup(
             assert time.monotonic() < deadline, "replica did not sync"
             time.sleep(0.05)
     sentinels = Sentinels(master, 3, tmp_path)
+    try:
+        _wait_for_sentinels(sentinels)
+        yield master, replica, sentinels
+    finally:
+        sentinels.stop()
+
+
+def _wait_for_sentinels(sentinels: Sentinels) -> None:
     deadline = time.monotonic() + 15
     while True:  # every sentinel knows the replica and the other sentinels
         ok = 0
@@ -102,8 +110,6 @@ def sentinel_setup(
             break
         assert time.monotonic() < deadline, "sentinels did not discover each other"
         time.sleep(0.1)
-    yield master, replica, sentinels
-    sentinels.stop()
 
 
 def test_sentinel_failover(
