@@ -1,24 +1,31 @@
 """Lock acquire+release throughput: cronlock against the raw floor and other libraries.
 
-Run:  python bench/locks.py  [--slice 0.5] [--slices 5]
+Run:  python bench/locks.py  [--slice 0.3] [--slices 15]
 
 One private server (cronlock.testing.RedisServer); implementations run in interleaved
-slices and the median per-slice rate is reported, so drift of the machine (other work
-on the box) hits every implementation alike. Figures:
+slices (each round runs every implementation once, in a shuffled order) and the median
+per-slice rate is reported, so drift of the machine (other work on the box) hits every
+implementation alike. Figures:
 
-* uncontended cycles/s (one thread, a fresh key per slice) and the ratio to the floor;
+* uncontended cycles/s (one thread, a fresh key per slice); the ratio of its median to
+  the floor's median, and the median over rounds of the ratio to the floor's slice of
+  the same round (paired: what drift between rounds cannot move);
 * round trips per cycle, counted on the client's sockets, and server commands per cycle
   from INFO commandstats deltas (commands run inside scripts count there too);
 * with 8 threads contending for one key: cycles/s and min / mean acquisitions per thread.
 
 The floor is the least any correct lock can do: ``SET NX PX`` then an ``EVALSHA``
-compare-and-delete, through redis-py. python-redis-lock and pottery are optional
+compare-and-delete, through redis-py. The "Lua floor" row is the least a lock whose
+acquire is one Lua script can do (an ``EVALSHA`` doing only ``SET NX PX``, then the same
+compare-and-delete): the gap between the two rows is the cost of running acquire as a
+script at all, which no script content can win back. python-redis-lock and pottery are optional
 (``pip install python-redis-lock pottery``); they are not cronlock dependencies.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import secrets
 import statistics
 import threading
@@ -50,6 +57,9 @@ COMPARE_AND_DELETE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+SET_NX_PX = """
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0
+"""
 
 
 def floor(client: redis.Redis, poll: Optional[float] = None) -> Cycle:
@@ -60,6 +70,21 @@ def floor(client: redis.Redis, poll: Optional[float] = None) -> Cycle:
         while not client.set(key, token, nx=True, px=TTL * 1000):
             if poll is None:
                 raise RuntimeError("floor: not acquired")
+            time.sleep(poll)
+        release(keys=[key], args=[token])
+
+    return cycle
+
+
+def lua_floor(client: redis.Redis, poll: Optional[float] = None) -> Cycle:
+    acquire = client.register_script(SET_NX_PX)
+    release = client.register_script(COMPARE_AND_DELETE)
+
+    def cycle(key: str) -> None:
+        token = secrets.token_hex(16)
+        while not acquire(keys=[key], args=[token, TTL * 1000]):
+            if poll is None:
+                raise RuntimeError("Lua floor: not acquired")
             time.sleep(poll)
         release(keys=[key], args=[token])
 
@@ -93,6 +118,7 @@ def redis_py(blocking: bool) -> Callable[[redis.Redis], Cycle]:
 def implementations() -> dict[str, Impl]:
     impls: dict[str, Impl] = {
         "floor (SET NX + EVALSHA)": (floor, lambda c: floor(c, poll=0.001)),
+        "Lua floor (2 x EVALSHA)": (lua_floor, lambda c: lua_floor(c, poll=0.001)),
         "cronlock renew=False": (cronlock_cycle(False, None), cronlock_cycle(False, 30)),
         "cronlock renew=True": (cronlock_cycle(True, None), cronlock_cycle(True, 30)),
         "redis-py Lock": (redis_py(False), redis_py(True)),
@@ -180,8 +206,8 @@ def commandstats(client: redis.Redis) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--slice", type=float, default=0.5, help="seconds per slice")
-    parser.add_argument("--slices", type=int, default=5, help="uncontended slices per impl")
+    parser.add_argument("--slice", type=float, default=0.3, help="seconds per slice")
+    parser.add_argument("--slices", type=int, default=15, help="uncontended slices per impl")
     parser.add_argument("--contended-slices", type=int, default=3)
     args = parser.parse_args()
 
@@ -214,22 +240,27 @@ def main() -> None:
             calls = sum(after.values()) - sum(before.values()) - 1  # minus the INFO
             trips[name] = ((SENDS[0] - sends - 1) / n, calls / n)
 
+        order = random.Random(0)
+        floor_name = next(iter(impls))
         rates: dict[str, list[float]] = {name: [] for name in impls}
         for _ in range(args.slices):
-            for name, cycle in cycles.items():
-                rates[name].append(run_uncontended(cycle, args.slice))
+            for name in order.sample(list(cycles), len(cycles)):
+                rates[name].append(run_uncontended(cycles[name], args.slice))
+        paired = {
+            name: statistics.median(r / f for r, f in zip(rates[name], rates[floor_name]))
+            for name in impls
+        }
 
         contended: dict[str, list[tuple[float, list[int]]]] = {name: [] for name in impls}
         for _ in range(args.contended_slices):
-            for name, cycle in blocking.items():
-                contended[name].append(run_contended(cycle, args.slice * 2))
+            for name in order.sample(list(blocking), len(blocking)):
+                contended[name].append(run_contended(blocking[name], args.slice * 2))
 
-        floor_name = next(iter(impls))
         floor_rate = statistics.median(rates[floor_name])
         floor_cont = statistics.median(r for r, _ in contended[floor_name])
         print()
         header = (
-            f"{'implementation':28} {'cycles/s':>9} {'x floor':>8} {'RTT/cyc':>8} "
+            f"{'implementation':30} {'cycles/s':>9} {'x floor':>8} {'paired':>7} {'RTT/cyc':>8} "
             f"{'cmds/cyc':>9} | {'8 threads/s':>11} {'x floor':>8} {'min/mean':>9}"
         )
         print(header)
@@ -242,14 +273,17 @@ def main() -> None:
             )
             rt, cmds = trips[name]
             print(
-                f"{name:28} {rate:9,.0f} {rate / floor_rate:8.2f} {rt:8.2f} {cmds:9.2f} | "
+                f"{name:30} {rate:9,.0f} {rate / floor_rate:8.2f} {paired[name]:7.2f} "
+                f"{rt:8.2f} {cmds:9.2f} | "
                 f"{cont:11,.0f} {cont / floor_cont:8.2f} {fairness:9.2f}"
             )
         print()
         print(
+            "x floor: median rate / the floor's median rate; paired: median over rounds of "
+            "rate / the floor's rate in the same round.\n"
             "RTT/cyc: socket writes per acquire+release (client side); cmds/cyc: INFO "
             "commandstats calls per cycle, including commands run inside scripts.\n"
-            "8 threads: one key, blocking acquires (floor polls every 1 ms; cronlock waits "
+            "8 threads: one key, blocking acquires (floors poll every 1 ms; cronlock waits "
             "in its FIFO queue); min/mean: fewest acquisitions of one thread / the mean "
             "(median over slices)."
         )

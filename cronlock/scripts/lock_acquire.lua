@@ -27,15 +27,16 @@
 -- in the rare case that the previous fence is not below it (two wins within one
 -- microsecond, or the server clock stepped back) writes previous + 1 instead. After the
 -- fence key has expired, TIME alone keeps tokens increasing as long as the Redis
--- server's clock does not step back by more than grace_ms.
+-- server's clock does not step back by more than grace_ms. (Lua numbers are doubles:
+-- tokens are exact integers below 2^53, i.e. microseconds until the year 2255.)
 --
 -- Fast path (nobody queued, the common case): EXISTS queue, SET NX PX, TIME, SET GET.
 
 local function won()
     local t = redis.call('TIME')
     local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local tail = ' ' .. t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-        .. ' ' .. ARGV[1] .. ' ' .. ARGV[3]
+    local tail = string.format(' %s%03d %s %s', t[1], math.floor(tonumber(t[2]) / 1000),
+        ARGV[1], ARGV[3])
     local px = tonumber(ARGV[2]) + tonumber(ARGV[4])
     local previous = redis.call('SET', KEYS[2], string.format('%.0f', fence) .. tail,
         'PX', px, 'GET')

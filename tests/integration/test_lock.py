@@ -14,6 +14,7 @@ from redis.retry import Retry
 
 from cronlock import LockInfo, LockLost, LockNotAcquired, RedisLock, inspect, redis_lock
 from cronlock._keys import LockKeys
+from cronlock._lockrenew import HOLDS
 from cronlock._renewer import get_renewer
 from cronlock.testing import wait_until
 
@@ -60,6 +61,19 @@ def test_fence_memory_is_bounded(client: redis.Redis) -> None:
     with redis_lock(client, "job", ttl=3):
         assert 60_000 < client.pttl(KEYS.fence) <= 63_000
     assert sorted(stored_keys(client)) == [KEYS.fence]
+
+
+def test_fence_above_redis_time_still_increases(client: redis.Redis) -> None:
+    """A stored fence ahead of Redis TIME (its clock stepped back) is continued by + 1."""
+    ahead = 5 * 10**15  # microseconds: year 2128, far beyond Redis TIME today
+    client.set(KEYS.fence, f"{ahead} 0 tok host:1", px=60_000)
+    with redis_lock(client, "job", ttl=5) as first:
+        assert first.fencing_token == ahead + 1
+    with redis_lock(client, "job", ttl=5) as second:
+        assert second.fencing_token == ahead + 2
+        fence, _since, token, holder = stored(client, KEYS.fence).split(" ", 3)
+        assert (int(fence), token) == (ahead + 2, second.token)
+        assert holder.endswith(f":{__import__('os').getpid()}")
 
 
 def stored_keys(client: redis.Redis) -> list[str]:
@@ -219,6 +233,16 @@ def test_renewer_is_shared(client: redis.Redis) -> None:
     assert threading.active_count() <= before + 1
     for lock in locks:
         lock.release()
+
+
+def test_released_holds_leave_the_renewer_alone(client: redis.Redis) -> None:
+    """Released renew=True holds are dropped at once: the renewer keeps one entry, not one each."""
+    pending = get_renewer().pending()
+    for _ in range(200):
+        RedisLock(client, "job", ttl=30, renew=True).acquire().release()
+    assert len(HOLDS) == 0
+    assert get_renewer().pending() <= pending + 1
+    assert len(HOLDS._heap) <= 16
 
 
 def test_inspect_describes_holder(client: redis.Redis) -> None:
