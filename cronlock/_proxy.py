@@ -73,6 +73,7 @@ class TcpProxy:
 
     Attributes:
         replies_dropped: how many replies :meth:`drop_reply_to` has discarded.
+        drop_times: when each was discarded (``time.time()``).
     """
 
     def __init__(self, upstream: tuple[str, int], port: int = 0) -> None:
@@ -89,6 +90,7 @@ class TcpProxy:
         self._drop_pattern: Optional[bytes] = None
         self._drop_remaining = 0
         self.replies_dropped = 0
+        self.drop_times: list[float] = []
         self._stopped = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
@@ -109,6 +111,8 @@ class TcpProxy:
     def stop(self) -> None:
         """Stop listening and close every connection."""
         self._stopped.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
         with contextlib.suppress(OSError):
             self._listener.close()
         self.cut()
@@ -218,6 +222,7 @@ class TcpProxy:
                         pair.drop_next_reply = True
                 elif pair.drop_next_reply:
                     self.replies_dropped += 1
+                    self.drop_times.append(time.time())
                     logger.debug("proxy: dropped a %d-byte reply, closing", len(data))
                     break
                 dst.sendall(data)

@@ -59,7 +59,8 @@ class Fault:
 
     kinds: ``kill`` (pid, at), ``stop`` (pid, at .. until: SIGSTOP then SIGCONT),
     ``outage`` (at .. until; pid None = every replica cannot reach Redis),
-    ``reset`` (at: Redis state lost - empty restart, failover that lost writes).
+    ``reset`` (at: Redis state lost - empty restart, failover that lost writes),
+    ``lost-reply`` (at: a claim reached Redis, its reply did not reach the replica).
     """
 
     kind: str
@@ -343,6 +344,8 @@ def _explain(
     for f in faults:
         until = f.until if f.until is not None else f.at
         if f.kind in ("outage", "reset") and f.at - slack <= t <= until + max(slack, recovery):
+            return f.kind
+        if f.kind == "lost-reply" and f.at - slack <= t <= f.at:
             return f.kind
         if f.kind in ("kill", "stop") and f.at - slack <= t <= until + spec.ttl + slack:
             # the owner of the previous slot died: its lease blocks new slots until it lapses
