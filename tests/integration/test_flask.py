@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -163,6 +164,7 @@ def test_a_client_can_be_given_instead_of_a_url(redis_url: str) -> None:
 
 def test_start_and_stop_are_idempotent_and_managed_by_the_hooks(redis_url: str) -> None:
     """start() starts the runner once; the gunicorn hooks see it; stop() stops it."""
+    gc.collect()  # runners of earlier tests' apps: drop them before the hooks start "all"
     app = make_app(redis_url)
     ext = CronLock(app)
     runner = ext.runner
@@ -170,12 +172,15 @@ def test_start_and_stop_are_idempotent_and_managed_by_the_hooks(redis_url: str) 
     assert ext.start() is runner
     assert ext.start() is runner
     assert runner.running
-    hooks.worker_exit(None, None)  # what gunicorn calls in an exiting worker
-    assert not runner.running
-    assert hooks.start_all() >= 1
-    assert runner.running
-    ext.stop(timeout=5)
-    assert not runner.running
+    try:
+        hooks.worker_exit(None, None)  # what gunicorn calls in an exiting worker
+        assert not runner.running
+        hooks.post_worker_init(None)  # what gunicorn calls in a new worker
+        assert runner.running
+        ext.stop(timeout=5)
+        assert not runner.running
+    finally:
+        hooks.stop_all(timeout=5)
 
 
 def test_autostart_decision() -> None:

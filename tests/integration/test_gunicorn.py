@@ -104,21 +104,32 @@ def _run(
 
 
 def _assert_each_slot_once(history: History, t0: float, *, handover: bool = False) -> list[int]:
-    """Every 1 s slot of ``tick`` from t0 to the one before the last completed exactly once.
+    """Every 1 s slot of ``tick`` from t0 to the one before the last ran exactly once.
 
-    Without ``handover`` each slot also started exactly once. With it (workers recycled
-    mid-run), a slot may start again as attempt + 1 on another worker, but only after
-    the earlier attempt ended cancelled: runs of one slot never overlap.
+    Without ``handover``: each slot started once and completed once. With it (workers
+    recycled mid-run), a run cut short ends "cancelled" and hands its slot over: the
+    slot may then start again as attempt + 1 on another worker (never overlapping), or,
+    when the next slot comes first, be superseded by it. Either way no slot is missed,
+    none completes twice, and no two runs of a slot overlap.
     """
     slots = _slots_since(history, "tick", t0)
     window = list(range(int(t0 * 1000), slots[-2] + 1, 1000))
     assert len(window) >= SLOTS
     starts = history.starts_by_slot("tick")
     done = history.completions_by_slot("tick")
+    ends = {(r["slot"], r["attempt"]): r for r in history.events("end", "tick")}
     for slot in window:
-        assert len(done.get(slot, [])) == 1, f"slot {slot}: completions {done.get(slot)}"
+        runs = starts.get(slot, [])
         if not handover:
-            assert len(starts.get(slot, [])) == 1, f"slot {slot}: starts {starts.get(slot)}"
+            assert len(runs) == 1, f"slot {slot}: starts {runs}"
+            assert len(done.get(slot, [])) == 1, f"slot {slot}: completions {done.get(slot)}"
+            continue
+        assert runs, f"slot {slot} never started"
+        assert len(done.get(slot, [])) <= 1, f"slot {slot}: completions {done.get(slot)}"
+        if not done.get(slot):
+            last = ends.get((slot, max(r["attempt"] for r in runs)))
+            assert last is not None, f"slot {slot}: the run neither completed nor ended"
+            assert last["outcome"] == "cancelled", last
     if handover:
         _assert_no_overlap(history, "tick")
     return window
