@@ -8,7 +8,7 @@ live on the same node.
 key                           type         holds / lifetime
 ============================  ===========  ===========================================
 ``P:lock:{K}``                string       the holder's token; PX = the lock's ttl
-``P:fence:{K}``               string       "fence since_ms token holder"; PX = ttl + 60 s
+``P:fence:{K}``               string       "fence since_us token holder"; PX = ttl + 60 s
 ``P:queue:{K}``               zset         waiting acquirers by arrival (us); PX 2x place
 ``P:qexp:{K}``                zset         when each waiter's place lapses (ms); same PX
 ``P:wake:{K}:TOKEN``          list         wakes one waiter; PX 5 s

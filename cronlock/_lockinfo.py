@@ -44,7 +44,7 @@ def inspect(client: Any, key: str, prefix: str = "cronlock") -> Optional[LockInf
         holder=None if holder is None else text(holder),
         since=None
         if since is None
-        else datetime.fromtimestamp(int(text(since)) / 1000, tz=timezone.utc),
+        else datetime.fromtimestamp(int(text(since)) / 1_000_000, tz=timezone.utc),
         ttl_remaining=None if int(pttl) < 0 else int(pttl) / 1000,
         fencing_token=None if fence is None else int(text(fence)),
     )

@@ -1,7 +1,7 @@
 -- lock_acquire: try to take a lock in one round trip, joining the wait queue on a loss.
 --
 -- KEYS[1] lock key         (string: the holder's token, PX = ttl)
--- KEYS[2] fence key        (string "fence since_ms token holder"; PX = ttl + grace)
+-- KEYS[2] fence key        (string "fence since_us token holder"; PX = ttl + grace)
 -- KEYS[3] queue key        (zset: waiting tokens scored by arrival, microseconds)
 -- KEYS[4] queue expiry key (zset: waiting tokens scored by when their place lapses, ms)
 -- KEYS[5] wake key         (list: this acquirer's wake-up signal; deleted on a win)
@@ -16,7 +16,8 @@
 --                          (only when waiting)
 --
 -- Reply:
---   {1, fence}                   won; fence is the fencing token (strictly increasing)
+--   {1, fence}                   won; fence is the fencing token (strictly increasing),
+--                                as a decimal string
 --   {0, pttl_ms, arrival_us}     lost; pttl_ms of the holder's lock (-2: free, but an
 --                                earlier waiter goes first); arrival_us is this waiter's
 --                                place (0 when not waiting)
@@ -34,20 +35,20 @@
 
 local function won()
     local t = redis.call('TIME')
-    local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local tail = string.format(' %s%03d %s %s', t[1], math.floor(tonumber(t[2]) / 1000),
-        ARGV[1], ARGV[3])
+    local now = t[1] .. string.sub('00000' .. t[2], -6)  -- TIME in microseconds
+    local tail = ' ' .. now .. ' ' .. ARGV[1] .. ' ' .. ARGV[3]
     local px = tonumber(ARGV[2]) + tonumber(ARGV[4])
-    local previous = redis.call('SET', KEYS[2], string.format('%.0f', fence) .. tail,
-        'PX', px, 'GET')
+    local previous = redis.call('SET', KEYS[2], now .. tail, 'PX', px, 'GET')
     if previous then
-        local stored = tonumber(string.match(previous, '^%d+'))
-        if stored and stored >= fence then
-            fence = stored + 1
-            redis.call('SET', KEYS[2], string.format('%.0f', fence) .. tail, 'PX', px)
+        local space = string.find(previous, ' ', 1, true) or 0
+        local stored = tonumber(string.sub(previous, 1, space - 1))
+        if stored and stored >= tonumber(now) then
+            local fence = string.format('%.0f', stored + 1)
+            redis.call('SET', KEYS[2], fence .. tail, 'PX', px)
+            return {1, fence}
         end
     end
-    return {1, fence}
+    return {1, now}
 end
 
 local token = ARGV[1]

@@ -1,10 +1,10 @@
 -- lock_inspect: read who holds a lock, atomically (for operators; changes nothing).
 --
 -- KEYS[1] lock key
--- KEYS[2] fence key  (string "fence since_ms token holder", written by lock_acquire)
+-- KEYS[2] fence key  (string "fence since_us token holder", written by lock_acquire)
 --
--- Reply: {} when the lock is free; else {token, pttl_ms, holder, since_ms, fence}
--- (holder, since_ms and fence are false when the fence key does not describe this
+-- Reply: {} when the lock is free; else {token, pttl_ms, holder, since_us, fence}
+-- (holder, since_us and fence are false when the fence key does not describe this
 -- token, e.g. a key written by something other than cronlock).
 
 local token = redis.call('GET', KEYS[1])
