@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisError
+
 from cronlock._scripts import Script, execute_pipeline, text
 
 CLAIM = Script("job_claim")
@@ -138,13 +141,27 @@ def claim(client: Any, request: ClaimRequest) -> ClaimReply:
     return decode_claim(CLAIM(client, keys, args))
 
 
-def claim_many(client: Any, requests: Sequence[ClaimRequest]) -> list[ClaimReply]:
-    """Claim many slots in one pipelined round trip (for many jobs due together)."""
+def claim_many(client: Any, requests: Sequence[ClaimRequest]) -> list[Any]:
+    """Claim many slots in one pipelined round trip (for many jobs due together).
+
+    Each element is a :class:`ClaimReply`, or the exception that one claim raised (the
+    others still count). redis-py refuses EVALSHA in ``RedisCluster`` pipelines, so on a
+    cluster the claims are sent one after another (one round trip each).
+    """
+    if isinstance(client, RedisCluster):
+        replies: list[Any] = []
+        for request in requests:
+            try:
+                replies.append(claim(client, request))
+            except RedisError as exc:
+                replies.append(exc)
+        return replies
     pipe = client.pipeline(transaction=False)
     for request in requests:
         keys, args = request.args()
         CLAIM.queue(pipe, keys, args)
-    return [decode_claim(r) for r in execute_pipeline(client, pipe, [CLAIM])]
+    results = execute_pipeline(client, pipe, [CLAIM])
+    return [r if isinstance(r, Exception) else decode_claim(r) for r in results]
 
 
 def renew(client: Any, state_key: str, slot_ms: int, owner: str, lease_ms: int) -> Optional[int]:
