@@ -195,23 +195,19 @@ def record_leases(log: RecordFn) -> None:
         return replies
 
     def renew_logged(
-        client: Any, state_key: str, slot_ms: int, owner: str, lease_ms: int
+        client: Any, state_key: str, slot_ms: int, owner: str, *args: Any, **kwargs: Any
     ) -> int | None:
-        until = renew(client, state_key, slot_ms, owner, lease_ms)
+        until = renew(client, state_key, slot_ms, owner, *args, **kwargs)
         if until is not None:
             log(event="renew", job=_job_of(state_key), slot=slot_ms, owner=owner, lease=until)
         return until
 
-    def finish_logged(client: Any, state_key: str, slot_ms: int, owner: str, outcome: str) -> bool:
-        ok = finish(client, state_key, slot_ms, owner, outcome)
-        log(
-            event="finish",
-            job=_job_of(state_key),
-            slot=slot_ms,
-            owner=owner,
-            outcome=outcome,
-            ok=ok,
-        )
+    def finish_logged(
+        client: Any, state_key: str, slot_ms: int, owner: str, outcome: str, **kwargs: Any
+    ) -> bool:
+        ok = finish(client, state_key, slot_ms, owner, outcome, **kwargs)
+        job = _job_of(state_key)
+        log(event="finish", job=job, slot=slot_ms, owner=owner, outcome=outcome, ok=ok)
         return ok
 
     _claims.finish = finish_logged  # type: ignore[assignment]

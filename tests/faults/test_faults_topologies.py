@@ -17,8 +17,10 @@ from typing import Callable
 
 import pytest
 import redis
+from redis.crc import key_slot
 
 from cronlock._server import RedisServer, free_port
+from tests.cluster import SLOTS, cluster_port
 from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas
 
@@ -154,3 +156,117 @@ def test_sentinel_failover(
     during = [r for r in history.events("start") if down + 0.6 < r["t"] < promoted - 0.1]
     assert during == [], "fail closed: nothing started while no master answered"
     assert not report.overlaps
+
+
+def start_cluster_with_replicas(directory: Path) -> list[RedisServer]:
+    """3 masters + 1 replica each, node timeout 1 s; servers[i + 3] replicates servers[i]."""
+    servers: list[RedisServer] = []
+    try:
+        for i in range(6):
+            server = RedisServer(port=cluster_port())
+            server.extra_args = (
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", str(directory / f"nodes-{i}.conf"),
+                "--cluster-node-timeout", "1000",
+            )  # fmt: skip
+            servers.append(server.start())
+        per = SLOTS // 3
+        for i, server in enumerate(servers[:3]):
+            last = SLOTS - 1 if i == 2 else (i + 1) * per - 1
+            with server.client() as c:
+                c.execute_command("CLUSTER", "ADDSLOTSRANGE", i * per, last)
+        with servers[0].client() as c:
+            for other in servers[1:]:
+                c.execute_command("CLUSTER", "MEET", other.host, other.port)
+        ids = []
+        for server in servers[:3]:
+            with server.client(decode_responses=True) as c:
+                ids.append(c.execute_command("CLUSTER", "MYID"))
+        for master_id, server in zip(ids, servers[3:]):
+            with server.client(decode_responses=True) as c:
+                deadline = time.monotonic() + 20
+                while True:  # the replica must know the master before it can follow it
+                    try:
+                        c.execute_command("CLUSTER", "REPLICATE", master_id)
+                        break
+                    except redis.ResponseError:
+                        assert time.monotonic() < deadline, "replica never met its master"
+                        time.sleep(0.1)
+        _wait_cluster_ok(servers)
+        return servers
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+
+
+def _wait_cluster_ok(servers: list[RedisServer]) -> None:
+    deadline = time.monotonic() + 30
+    for server in servers:
+        with server.client(decode_responses=True) as c:
+            while "cluster_state:ok" not in c.execute_command("CLUSTER", "INFO"):
+                assert time.monotonic() < deadline, "cluster did not reach state ok"
+                time.sleep(0.05)
+    for server in servers[3:]:
+        with server.client(decode_responses=True) as c:
+            while c.info("replication").get("master_link_status") != "up":
+                assert time.monotonic() < deadline, "replica did not sync"
+                time.sleep(0.05)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[list[RedisServer]]:
+    servers = start_cluster_with_replicas(tmp_path)
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+def test_cluster_master_killed_replica_promoted(
+    cluster: list[RedisServer], record_dir: Path, record_report: Record
+) -> None:
+    """6 jobs spread over 3 masters (hash tags), 3 replicas; one master SIGKILLed, its
+    replica promoted by the cluster: jobs on the other masters never stop, the lost
+    master's jobs resume on the promoted replica, and the cost is measured."""
+    jobs = [f"j{i}:1:0.1:2" for i in range(6)]
+    extra = (*FAST, "--cluster")
+    replicas = Replicas(cluster[0].url, record_dir, jobs, extra=extra)
+    victim, heir = cluster[1], cluster[4]
+    try:
+        replicas.start_many(3)
+        t0 = time.time() + 1
+        time.sleep(5)
+        victim.kill()
+        down = time.time()
+        deadline = time.monotonic() + 30
+        with heir.client(decode_responses=True) as c:
+            while c.info("replication").get("role") != "master":
+                assert time.monotonic() < deadline, "no failover"
+                time.sleep(0.05)
+        promoted = time.time()
+        time.sleep(8)
+        assert len(replicas.alive()) == 3
+        t1 = time.time() - 2
+    finally:
+        replicas.stop_all()
+    history = History.read(record_dir)
+    on_victim = _jobs_on_second_master([j.split(":")[0] for j in jobs])
+    faults = (Fault("outage", down, promoted),)
+    specs = [JobSpec.parse(j) for j in jobs]
+    report = record_report(check("9 Cluster master failover", history, specs, (t0, t1), faults))
+    report.notes.append(
+        f"failover took {promoted - down:.1f} s; jobs on the lost master: {on_victim}; "
+        f"{len(report.dup_completions)} slots finished twice"
+    )
+    assert not report.overlaps
+    after = {r["job"] for r in history.events("start") if r["t"] > promoted + 1}
+    assert after == {s.name for s in specs}, "every job runs after the failover"
+    others = [s for s in specs if s.name not in on_victim]
+    unaffected = check("9 others", history, others, (t0, t1))
+    assert not unaffected.missed, "jobs on the surviving masters never missed a slot"
+
+
+def _jobs_on_second_master(names: list[str]) -> list[str]:
+    """The jobs whose state key hashes into the second master's slot range."""
+    per = SLOTS // 3
+    return [n for n in names if per <= key_slot(f"replica-test:job:{{{n}}}".encode()) < 2 * per]
