@@ -71,9 +71,10 @@ def test_every_command_module_registers() -> None:
         ["doctor"],
         ["exec", "--key", "k", "--ttl", "1"],
         ["locks"],
+        ["demo", "--no-kill"],
     ):
         assert callable(parser.parse_args(argv).handler)
-    assert len(COMMANDS) == 4
+    assert len(COMMANDS) == len(set(COMMANDS))
 
 
 def test_epilog_documents_every_exit_code() -> None:

@@ -165,6 +165,15 @@ def test_next_after_matches_cronsim(expression: str, zone: str) -> None:
         assert _ours(schedule, start) == oracle(expression, zone, start), start
 
 
+def _cronsim_has_seconds() -> bool:
+    try:
+        CronSim("0 * * * * *", datetime(2024, 1, 1))
+    except Exception:  # cronsim < 2.7 (the newest on Python 3.9) rejects a sixth field
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _cronsim_has_seconds(), reason="this cronsim has no seconds field")
 @pytest.mark.parametrize("expression", SIX_FIELD)
 @pytest.mark.parametrize("zone", ZONES)
 def test_six_field_expressions_match_cronsim_with_seconds_moved_first(

@@ -50,7 +50,8 @@ def test_importing_schedule_modules_loads_neither_redis_nor_threading(module: st
     """Importing the schedule modules pulls in no redis, no threading, no runtime module."""
     loaded = _loaded_after(f"import {module}")
     assert module in loaded
-    assert not loaded & set(RUNTIME)
+    # Python 3.13's zoneinfo imports sysconfig, which imports threading: not ours.
+    assert not (loaded - _loaded_after("import zoneinfo")) & set(RUNTIME)
     assert {m for m in loaded if m.startswith("cronlock.")} <= {
         "cronlock.schedules",
         "cronlock._every",
