@@ -10,6 +10,9 @@ implementation alike. Figures:
 * uncontended cycles/s (one thread, a fresh key per slice); the ratio of its median to
   the floor's median, and the median over rounds of the ratio to the floor's slice of
   the same round (paired: what drift between rounds cannot move);
+* CPU microseconds per cycle, this process (all its threads) plus the server process
+  (``INFO cpu``): the work a cycle costs, which waiting for a busy machine's scheduler
+  does not inflate the way it inflates wall-clock rates;
 * round trips per cycle, counted on the client's sockets, and server commands per cycle
   from INFO commandstats deltas (commands run inside scripts count there too);
 * with 8 threads contending for one key: cycles/s and min / mean acquisitions per thread.
@@ -160,16 +163,26 @@ def implementations() -> dict[str, Impl]:
     return impls
 
 
-def run_uncontended(cycle: Cycle, seconds: float) -> float:
+def server_cpu(client: redis.Redis) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def run_uncontended(cycle: Cycle, seconds: float, client: redis.Redis) -> tuple[float, float]:
+    """Cycles per second, and CPU microseconds per cycle (this process + the server)."""
     key = "bench:" + secrets.token_hex(4)
     count = 0
+    server_before = server_cpu(client)
+    cpu = time.process_time()
     start = time.perf_counter()
     deadline = start + seconds
     while time.perf_counter() < deadline:
         for _ in range(20):
             cycle(key)
         count += 20
-    return count / (time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu + server_cpu(client) - server_before
+    return count / elapsed, cpu / count * 1e6
 
 
 def run_contended(cycle: Cycle, seconds: float, threads: int = 8) -> tuple[float, list[int]]:
@@ -230,7 +243,7 @@ def main() -> None:
         # Round trips and server commands per cycle (after a warm-up that loads scripts).
         trips: dict[str, tuple[float, float]] = {}
         for name, cycle in cycles.items():
-            run_uncontended(cycle, 0.1)
+            run_uncontended(cycle, 0.1, client)
             time.sleep(0.05)  # let stray renewal threads (python-redis-lock) settle
             before, sends = commandstats(client), SENDS[0]
             n = 300
@@ -243,9 +256,12 @@ def main() -> None:
         order = random.Random(0)
         floor_name = next(iter(impls))
         rates: dict[str, list[float]] = {name: [] for name in impls}
+        cpus: dict[str, list[float]] = {name: [] for name in impls}
         for _ in range(args.slices):
             for name in order.sample(list(cycles), len(cycles)):
-                rates[name].append(run_uncontended(cycles[name], args.slice))
+                rate, cpu = run_uncontended(cycles[name], args.slice, client)
+                rates[name].append(rate)
+                cpus[name].append(cpu)
         paired = {
             name: statistics.median(r / f for r, f in zip(rates[name], rates[floor_name]))
             for name in impls
@@ -257,16 +273,19 @@ def main() -> None:
                 contended[name].append(run_contended(blocking[name], args.slice * 2))
 
         floor_rate = statistics.median(rates[floor_name])
+        floor_cpu = statistics.median(cpus[floor_name])
         floor_cont = statistics.median(r for r, _ in contended[floor_name])
         print()
         header = (
-            f"{'implementation':30} {'cycles/s':>9} {'x floor':>8} {'paired':>7} {'RTT/cyc':>8} "
-            f"{'cmds/cyc':>9} | {'8 threads/s':>11} {'x floor':>8} {'min/mean':>9}"
+            f"{'implementation':30} {'cycles/s':>9} {'x floor':>8} {'paired':>7} "
+            f"{'CPU us':>7} {'x floor':>8} {'RTT/cyc':>8} {'cmds/cyc':>9} | "
+            f"{'8 threads/s':>11} {'x floor':>8} {'min/mean':>9}"
         )
         print(header)
         print("-" * len(header))
         for name in impls:
             rate = statistics.median(rates[name])
+            cpu = statistics.median(cpus[name])
             cont = statistics.median(r for r, _ in contended[name])
             fairness = statistics.median(
                 min(c) / statistics.mean(c) if sum(c) else 0.0 for _, c in contended[name]
@@ -274,13 +293,15 @@ def main() -> None:
             rt, cmds = trips[name]
             print(
                 f"{name:30} {rate:9,.0f} {rate / floor_rate:8.2f} {paired[name]:7.2f} "
-                f"{rt:8.2f} {cmds:9.2f} | "
+                f"{cpu:7.1f} {floor_cpu / cpu:8.2f} {rt:8.2f} {cmds:9.2f} | "
                 f"{cont:11,.0f} {cont / floor_cont:8.2f} {fairness:9.2f}"
             )
         print()
         print(
             "x floor: median rate / the floor's median rate; paired: median over rounds of "
             "rate / the floor's rate in the same round.\n"
+            "CPU us: median CPU microseconds per cycle, this process (all threads) + the "
+            "server; its x floor is the floor's CPU / this CPU.\n"
             "RTT/cyc: socket writes per acquire+release (client side); cmds/cyc: INFO "
             "commandstats calls per cycle, including commands run inside scripts.\n"
             "8 threads: one key, blocking acquires (floors poll every 1 ms; cronlock waits "

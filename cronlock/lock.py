@@ -50,6 +50,7 @@ import time
 from types import TracebackType
 from typing import Any, Callable, Optional
 
+import redis
 from redis.exceptions import RedisError
 
 from cronlock._keys import LockKeys
@@ -79,6 +80,7 @@ DRIFT_FACTOR = 0.01
 DRIFT_MIN = 0.002
 
 _HOST = socket.gethostname()
+_MAX_INT_TTL = 10**9  # seconds; larger ints take the general path
 _UNSET: Any = object()
 
 OnLost = Callable[["RedisLock"], Any]
@@ -156,14 +158,19 @@ class RedisLock:
         self._keys, self._script_keys = _lock_keys(prefix, key)  # validates both
         self.key = key
         self.prefix = prefix
-        self._ttl_ms = seconds_to_ms(ttl, "ttl")
+        # Fast path for the common whole-second ttl (same result as seconds_to_ms).
+        if type(ttl) is int and 0 < ttl < _MAX_INT_TTL:
+            self._ttl_ms = ttl * 1000
+        else:
+            self._ttl_ms = seconds_to_ms(ttl, "ttl")
         self._wait_ms = _check_wait(wait)
         if not isinstance(renew, bool):
             raise TypeError(f"renew must be True or False; got {renew!r}")
         self._max_hold = None if max_hold is None else seconds_to_ms(max_hold, "max_hold") / 1000
         if on_lost is not None and not callable(on_lost):
             raise TypeError(f"on_lost must be callable or None; got {on_lost!r}")
-        self._client = check_client(client)
+        # A plain redis.Redis skips check_client's isinstance against RedisCluster.
+        self._client = client if type(client) is redis.Redis else check_client(client)
         self._renew = renew
         self._on_lost = on_lost
         self._lost = False
