@@ -68,8 +68,9 @@ class Operations:
         self.last_sync: Optional[float] = None  # time.monotonic() of the last good sync
         self.started_ms = 0
         self._schedules_version: Optional[str] = None
-        self._registered: Optional[dict[str, str]] = None
+        self._registered: Optional[dict[str, Any]] = None
         self._registered_at = 0.0
+        self._registered_version = -1
 
     # -- thread ---------------------------------------------------------------------
 
@@ -86,6 +87,11 @@ class Operations:
         """Stop the thread and delete this runner's heartbeat (best effort)."""
         self._stop.set()
         thread, self._thread = self._thread, None
+        if thread is not None and thread.is_alive():
+            with contextlib.suppress(RedisError):  # wake the listener; others ignore it
+                self.runner.client.publish(
+                    events_channel(self.runner.prefix), json.dumps({"type": "wake"})
+                )
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         if thread is not None:
@@ -142,7 +148,9 @@ class Operations:
             logger.debug("cronlock: runner %s listening for operations", runner.runner_id)
             next_sync = time.monotonic() + runner.poll_interval
             while not self._stop.is_set():
-                timeout = max(0.0, min(1.0, next_sync - time.monotonic()))
+                # Sleep until the next sync: stop() wakes us with a message, so no
+                # short timeout is needed to notice it (idle cost stays near zero).
+                timeout = max(0.0, next_sync - time.monotonic())
                 message = pubsub.get_message(timeout=timeout)
                 if message is not None and message.get("type") == "message":
                     self._handle(message.get("data"))
@@ -186,6 +194,7 @@ class Operations:
                     runner.prefix,
                     runner.runner_id,
                     heartbeat_json(runner, self.started_ms or now_ms, now_ms),
+                    runner.poll_interval,
                 )
             replies = pipe.execute()
             pending = {text(k) for k in replies[0]}
@@ -222,11 +231,15 @@ class Operations:
 
     def _register(self, now_ms: int) -> None:
         runner = self.runner
+        stale = time.monotonic() - self._registered_at > REGISTRY_REFRESH_S
+        version = runner.jobs_version
+        if self._registered is not None and version == self._registered_version and not stale:
+            return  # nothing added or removed: no O(jobs) work on the idle path
         entries = registry_entries(runner, now_ms)
         comparable = {k: json.loads(v) for k, v in entries.items()}
         for value in comparable.values():
             value.pop("seen")
-        stale = time.monotonic() - self._registered_at > REGISTRY_REFRESH_S
+        self._registered_version = version
         if comparable == self._registered and not stale:
             return
         register_jobs(runner.client, runner.prefix, entries)

@@ -115,9 +115,13 @@ def register_jobs(client: Any, prefix: str, entries: dict[str, str]) -> list[str
     return new
 
 
+HEARTBEAT_JOBS_MAX = 1000
+
+
 def heartbeat_json(runner: CronRunner, started_ms: int, now_ms: int) -> str:
     """What ``P:runner:ID`` holds for ``runner``."""
     last_tick = runner.statistics().last_tick
+    count = len(runner._jobs)
     return json.dumps(
         {
             "id": runner.runner_id,
@@ -125,7 +129,10 @@ def heartbeat_json(runner: CronRunner, started_ms: int, now_ms: int) -> str:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "version": __version__,
-            "jobs": sorted(job.key for job in runner.jobs),
+            # The full list only for modest runners: a heartbeat every few seconds must
+            # not serialise 100,000 keys (the job registry P:jobs has them all).
+            "jobs": sorted(job.key for job in runner.jobs) if count <= HEARTBEAT_JOBS_MAX else [],
+            "job_count": count,
             "tasks": sorted(runner.tasks.names()),
             "started": started_ms,
             "heartbeat": now_ms,
@@ -220,6 +227,9 @@ def read_runners(client: Any, prefix: str) -> list[RunnerInfo]:
     return sorted(out, key=lambda r: (r.host, r.pid, r.id))
 
 
-def write_heartbeat(pipe: Any, prefix: str, runner_id: str, value: str) -> None:
-    """Queue the heartbeat write on a pipeline."""
-    pipe.set(runner_key(prefix, runner_id), value, ex=HEARTBEAT_TTL_S)
+def write_heartbeat(
+    pipe: Any, prefix: str, runner_id: str, value: str, poll_interval: float = 0.0
+) -> None:
+    """Queue the heartbeat write on a pipeline; it outlives three missed syncs."""
+    ttl = max(HEARTBEAT_TTL_S, round(3 * poll_interval))
+    pipe.set(runner_key(prefix, runner_id), value, ex=ttl)

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["STALL_AFTER_S", "Health", "check_health"]
 
-#: A scheduler thread that has not woken for this long is reported stalled.
-STALL_AFTER_S = 30.0
+#: A scheduler thread that has not woken for this long is reported stalled: twice its
+#: longest sleep (``cronlock.runner.MAX_SLEEP_S``, 30 s) plus a margin.
+STALL_AFTER_S = 75.0
 
 
 @dataclass(frozen=True)
