@@ -13,6 +13,7 @@ Configured from the environment (the test sets it):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -42,6 +43,16 @@ def log(**fields: Any) -> None:
                 "a", buffering=1
             )
         out.write(json.dumps(fields) + "\n")
+
+
+class _RecordWarnings(logging.Handler):
+    """cronlock's warnings and errors go to the record too, to explain a failed check."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        log(event="log", level=record.levelname, message=record.getMessage())
+
+
+logging.getLogger("cronlock").addHandler(_RecordWarnings(logging.WARNING))
 
 
 def make_handler(name: str, duration: float) -> Callable[[JobContext], None]:

@@ -30,13 +30,16 @@ pytest.importorskip("flask")
 pytestmark = pytest.mark.slow
 
 CONF = ROOT / "tests" / "gunicorn_app" / "gunicorn.conf.py"
+NO_HOOKS = ROOT / "tests" / "gunicorn_app" / "nohooks.conf.py"
 SLOTS = 9
 
 
 class Gunicorn:
     """One gunicorn master (and its workers) serving the test app."""
 
-    def __init__(self, redis_url: str, record_dir: Path, jobs: str, extra: list[str]) -> None:
+    def __init__(
+        self, redis_url: str, record_dir: Path, jobs: str, extra: list[str], conf: Path = CONF
+    ) -> None:
         self.port = free_port()
         self.record_dir = record_dir
         env = {
@@ -48,7 +51,7 @@ class Gunicorn:
             "GT_AUTOSTART": "1" if "--preload" in extra else "0",
             "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])),
         }
-        args = [sys.executable, "-m", "gunicorn", "-c", str(CONF), "-w", "4"]
+        args = [sys.executable, "-m", "gunicorn", "-c", str(conf), "-w", "4"]
         args += ["-b", f"127.0.0.1:{self.port}", *extra, "tests.gunicorn_app.app:app"]
         self.proc = subprocess.Popen(args, cwd=ROOT, env=env)
 
@@ -83,10 +86,12 @@ def _run(
     tmp_path: Path,
     server: RedisServer,
     extra: list[str],
+    *,
     jobs: str = "tick:1:0.05:5",
     during: Callable[[Gunicorn], None] = lambda g: None,
+    conf: Path = CONF,
 ) -> tuple[History, float, int, float]:
-    gunicorn = Gunicorn(server.url, tmp_path, jobs, extra)
+    gunicorn = Gunicorn(server.url, tmp_path, jobs, extra, conf)
     try:
         gunicorn.wait_serving()
         t0 = int(time.time()) + 1.0
@@ -103,8 +108,13 @@ def _run(
     return History.read(tmp_path), t0, gunicorn.proc.pid, stopped_at
 
 
-def _assert_each_slot_once(history: History, t0: float, *, handover: bool = False) -> list[int]:
-    """Every 1 s slot of ``tick`` from t0 to the one before the last ran exactly once.
+def _assert_each_slot_once(
+    history: History, t0: float, stopped_at: float, *, handover: bool = False
+) -> list[int]:
+    """Every 1 s slot of ``tick`` from t0 until a second before the stop ran exactly once.
+
+    (A run in progress when gunicorn is told to stop is cancelled by the shutdown:
+    the window ends before it.)
 
     Without ``handover``: each slot started once and completed once. With it (workers
     recycled mid-run), a run cut short ends "cancelled" and hands its slot over: the
@@ -112,8 +122,8 @@ def _assert_each_slot_once(history: History, t0: float, *, handover: bool = Fals
     when the next slot comes first, be superseded by it. Either way no slot is missed,
     none completes twice, and no two runs of a slot overlap.
     """
-    slots = _slots_since(history, "tick", t0)
-    window = list(range(int(t0 * 1000), slots[-2] + 1, 1000))
+    last = max(s for s in _slots_since(history, "tick", t0) if s / 1000 + 1 <= stopped_at)
+    window = list(range(int(t0 * 1000), last + 1, 1000))
     assert len(window) >= SLOTS
     starts = history.starts_by_slot("tick")
     done = history.completions_by_slot("tick")
@@ -165,12 +175,30 @@ def test_four_workers_run_each_slot_exactly_once(
     tmp_path: Path, server: RedisServer, extra: list[str]
 ) -> None:
     """gunicorn -w 4 (sync, --preload + autostart, gthread): each slot runs once, in a worker."""
-    history, t0, master, _ = _run(tmp_path, server, extra)
-    window = _assert_each_slot_once(history, t0)
+    history, t0, master, stopped_at = _run(tmp_path, server, extra)
+    window = _assert_each_slot_once(history, t0, stopped_at)
     runners = {r["pid"] for r in history.events("start", "tick") if r["slot"] in window}
     assert master not in runners, "the master must not run jobs (when_ready stops its runner)"
     workers = {r["pid"] for r in history.events("worker")}
     assert runners <= workers
+    assert all(all(r["running"]) for r in history.events("worker"))
+
+
+def test_preload_without_hooks_runs_in_master_and_workers(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """--preload, autostart, no hooks: master and restarted worker copies share slots, once each.
+
+    The runner is started in the master at import; gunicorn forks four workers from it,
+    and the runner's fork handler restarts a copy in each with a fresh connection pool.
+    Jobs keep running, each slot once, whichever process wins it.
+    """
+    history, t0, master, stopped_at = _run(tmp_path, server, ["--preload"], conf=NO_HOOKS)
+    window = _assert_each_slot_once(history, t0, stopped_at)
+    runners = {r["pid"] for r in history.events("start", "tick") if r["slot"] in window}
+    workers = {r["pid"] for r in history.events("worker")}
+    assert len(workers) == 4
+    assert runners <= workers | {master}
     assert all(all(r["running"]) for r in history.events("worker"))
 
 
@@ -195,7 +223,7 @@ def test_recycled_workers_keep_one_run_per_slot_and_hand_over(
         jobs="tick:1:0.05:5,long:1:2.5:60",
         during=poke,
     )
-    _assert_each_slot_once(history, t0, handover=True)
+    _assert_each_slot_once(history, t0, stopped_at, handover=True)
     workers = {r["pid"] for r in history.events("worker")}
     assert len(workers) > 4, "no worker was recycled"
     exits = {r["pid"]: r["t"] for r in history.events("worker_exit")}
