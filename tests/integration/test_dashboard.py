@@ -13,11 +13,12 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
 from cronlock import Admin
+from cronlock.testing import wait_until
 from tests.history import ROOT
 
 flask = pytest.importorskip("flask")
@@ -62,7 +63,7 @@ def _browser_or_skip() -> Any:
 class Served:
     """The example-like app, served by Werkzeug on a free port in a thread."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, token: Optional[str] = None) -> None:
         ext = CronLock()
 
         @ext.interval(seconds=60, key="send-digest")
@@ -76,9 +77,12 @@ class Served:
             raise ConnectionError("billing API answered 502")
 
         self.app = flask.Flask("dashboard-test")
-        self.app.config.update(CRONLOCK_REDIS_URL=url, CRONLOCK_PREFIX="dash-test")
+        self.app.config.update(
+            CRONLOCK_REDIS_URL=url, CRONLOCK_PREFIX="dash-test", CRONLOCK_API_TOKEN=token
+        )
         ext.init_app(self.app)
-        self.app.register_blueprint(ext.blueprint(authorize=lambda action: True, title="shop"))
+        authorize = None if token else (lambda action: True)
+        self.app.register_blueprint(ext.blueprint(authorize=authorize, title="shop"))
         self.runner = ext.runner_for(self.app)
         self.admin = Admin(self.runner.client, "dash-test")
         self.runner.start()  # registers the jobs and sends heartbeats: "runners alive"
@@ -100,6 +104,16 @@ def served(redis_url: str) -> Iterator[Served]:
     s.close()
 
 
+def _launch(p: Any, tmp_path: Path) -> Any:
+    return p.chromium.launch_persistent_context(
+        str(tmp_path / "profile"),  # a fresh profile for every test
+        executable_path=CHROMIUM,
+        headless=True,
+        args=CHROMIUM_ARGS,
+        viewport={"width": 1200, "height": 900},
+    )
+
+
 def test_dashboard_shows_jobs_and_pause_changes_state(served: Served, tmp_path: Path) -> None:
     """Chromium loads the dashboard offline, sees 3 jobs and the failure, clicks Pause, sees it."""
     sync_playwright = _browser_or_skip()
@@ -107,13 +121,7 @@ def test_dashboard_shows_jobs_and_pause_changes_state(served: Served, tmp_path: 
     requests: list[str] = []
     errors: list[str] = []
     with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1200, "height": 900},
-        )
+        context = _launch(p, tmp_path)
         try:
             page = context.new_page()
             page.on("request", lambda r: requests.append(r.url))
@@ -149,6 +157,42 @@ def test_dashboard_shows_jobs_and_pause_changes_state(served: Served, tmp_path: 
     outside = [u for u in requests if not u.startswith(served.base)]
     assert outside == [], f"the page fetched from elsewhere: {outside}"
     assert errors == []
+
+
+def test_token_unlocks_the_buttons_and_run_now_runs_the_job(redis_url: str, tmp_path: Path) -> None:
+    """With only CRONLOCK_API_TOKEN: buttons hidden until the token is entered; Run now runs."""
+    sync_playwright = _browser_or_skip()
+    ARTIFACTS.mkdir(exist_ok=True)
+    served = Served(redis_url, token="open-sesame")
+    try:
+        with sync_playwright() as p:
+            context = _launch(p, tmp_path)
+            try:
+                page = context.new_page()
+                page.goto(served.base + "/cronlock/", wait_until="load")
+                run_now = page.locator('#jobs tr[data-key="send-digest"] [data-action="trigger"]')
+                assert not run_now.is_visible()
+                page.fill("#token", "wrong")
+                page.click("#token-form button")
+                page.wait_for_selector("#message.error", timeout=15000)
+                assert not run_now.is_visible()
+                page.fill("#token", "open-sesame")
+                page.click("#token-form button")
+                run_now.wait_for(state="visible", timeout=15000)
+                assert not page.locator("#token-form").is_visible()
+                run_now.click()
+                page.wait_for_selector("text=Run of send-digest requested", timeout=15000)
+
+                def manual_run_recorded() -> bool:
+                    history = served.admin.history("send-digest", 20)
+                    return any(h.kind == "manual" and h.event == "succeeded" for h in history)
+
+                wait_until(manual_run_recorded, timeout=20)
+                page.screenshot(path=str(ARTIFACTS / "dashboard-token.png"), full_page=True)
+            finally:
+                context.close()
+    finally:
+        served.close()
 
 
 def test_dashboard_without_authorization_hides_the_buttons(redis_url: str) -> None:
