@@ -727,6 +727,10 @@ class CronRunner:
 
     def _after_fork_in_child(self) -> None:
         was_running = self._thread is not None and not self._stopping
+        # A runner of its own: without a new id every forked copy (gunicorn --preload)
+        # would share the parent's heartbeat key and name the parent's pid as holder.
+        self.runner_id = secrets.token_hex(4)
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{self.runner_id}"
         self.client = _fresh_client(self.client)
         self._init_threading_state()
         for job in self._jobs.values():

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
+import redis
 
+from cronlock import Admin, CronRunner
 from cronlock._server import RedisServer
 from cronlock.testing import free_port, wait_until
 from tests.history import ROOT, History
@@ -38,7 +40,14 @@ class Gunicorn:
     """One gunicorn master (and its workers) serving the test app."""
 
     def __init__(
-        self, redis_url: str, record_dir: Path, jobs: str, extra: list[str], conf: Path = CONF
+        self,
+        redis_url: str,
+        record_dir: Path,
+        jobs: str,
+        extra: list[str],
+        *,
+        conf: Path = CONF,
+        prefix: Optional[str] = None,
     ) -> None:
         self.port = free_port()
         self.record_dir = record_dir
@@ -47,7 +56,7 @@ class Gunicorn:
             "GT_REDIS_URL": redis_url,
             "GT_RECORD_DIR": str(record_dir),
             "GT_JOBS": jobs,
-            "GT_PREFIX": f"gunicorn-{self.port}",
+            "GT_PREFIX": prefix or f"gunicorn-{self.port}",
             "GT_AUTOSTART": "1" if "--preload" in extra else "0",
             "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])),
         }
@@ -90,8 +99,9 @@ def _run(
     jobs: str = "tick:1:0.05:5",
     during: Callable[[Gunicorn], None] = lambda g: None,
     conf: Path = CONF,
+    prefix: Optional[str] = None,
 ) -> tuple[History, float, int, float]:
-    gunicorn = Gunicorn(server.url, tmp_path, jobs, extra, conf)
+    gunicorn = Gunicorn(server.url, tmp_path, jobs, extra, conf=conf, prefix=prefix)
     try:
         gunicorn.wait_serving()
         t0 = int(time.time()) + 1.0
@@ -174,14 +184,27 @@ def server(server_factory: Callable[..., RedisServer]) -> RedisServer:
 def test_four_workers_run_each_slot_exactly_once(
     tmp_path: Path, server: RedisServer, extra: list[str]
 ) -> None:
-    """gunicorn -w 4 (sync, --preload + autostart, gthread): each slot runs once, in a worker."""
-    history, t0, master, stopped_at = _run(tmp_path, server, extra)
+    """gunicorn -w 4 (sync, --preload + autostart, gthread): each slot runs once, in a worker.
+
+    Each worker is also its own runner to operators: four heartbeats, each naming its
+    worker's pid (also under --preload, where the runner object was forked from the master).
+    """
+    admin = Admin(redis.Redis.from_url(server.url), f"gunicorn-{tmp_path.name}")
+    seen: list[set[int]] = []
+
+    def look(gunicorn: Gunicorn) -> None:
+        seen.append({r.pid for r in admin.runners()})
+
+    history, t0, master, stopped_at = _run(
+        tmp_path, server, extra, during=look, prefix=admin.prefix
+    )
     window = _assert_each_slot_once(history, t0, stopped_at)
     runners = {r["pid"] for r in history.events("start", "tick") if r["slot"] in window}
     assert master not in runners, "the master must not run jobs (when_ready stops its runner)"
     workers = {r["pid"] for r in history.events("worker")}
     assert runners <= workers
     assert all(all(r["running"]) for r in history.events("worker"))
+    assert workers in seen, f"runners seen {seen[-3:]}, workers {workers}"
 
 
 def test_preload_without_hooks_runs_in_master_and_workers(
@@ -242,3 +265,20 @@ def test_recycled_workers_keep_one_run_per_slot_and_hand_over(
         # Without a handover the lease would hold the job for 60 s.
         assert later[0]["t"] - end["t"] < 15, f"next run {later[0]['t'] - end['t']:.1f} s later"
         assert (later[0]["slot"], later[0]["attempt"]) > (end["slot"], end["attempt"])
+
+
+def test_a_forked_runner_is_a_runner_of_its_own(redis_server: RedisServer) -> None:
+    """After fork() the child's copy of a runner has its own id and names its own pid."""
+    runner = CronRunner(redis.Redis.from_url(redis_server.url), prefix="fork-identity")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave at once, skipping pytest's cleanup
+        os.write(write_end, f"{runner.runner_id} {runner.holder}".encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        child_id, child_holder = pipe.read().split()
+    os.waitpid(pid, 0)
+    assert child_id != runner.runner_id
+    assert child_holder.split(":")[1] == str(pid)
+    assert runner.holder.split(":")[1] == str(os.getpid())
