@@ -1,6 +1,6 @@
 """Lock acquire+release throughput: cronlock against the raw floor and other libraries.
 
-Run:  python bench/locks.py  [--slice 0.3] [--slices 15]
+Run:  python bench/locks.py  [--slice 0.3] [--slices 15] [--only NAME ...]
 
 One private server (cronlock.testing.RedisServer); implementations run in interleaved
 slices (each round runs every implementation once, in a shuffled order) and the median
@@ -222,6 +222,14 @@ def main() -> None:
     parser.add_argument("--slice", type=float, default=0.3, help="seconds per slice")
     parser.add_argument("--slices", type=int, default=15, help="uncontended slices per impl")
     parser.add_argument("--contended-slices", type=int, default=3)
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only implementations whose name starts with NAME (repeatable; the floor "
+        "always runs, as the reference)",
+    )
     args = parser.parse_args()
 
     server = RedisServer().start()
@@ -237,6 +245,13 @@ def main() -> None:
         version = info["redis_version"]
         print(f"server: redis {version} on port {server.port}; redis-py {redis.__version__}")
         impls = implementations()
+        if args.only:
+            first = next(iter(impls))
+            impls = {
+                name: impl
+                for name, impl in impls.items()
+                if name == first or any(name.startswith(prefix) for prefix in args.only)
+            }
         cycles = {name: make(client) for name, (make, _) in impls.items()}
         blocking = {name: make(client) for name, (_, make) in impls.items()}
 
