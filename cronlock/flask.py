@@ -96,8 +96,7 @@ class CronLockState:
     """What ``app.extensions["cronlock"]`` holds for one app."""
 
     extension: CronLock
-    runner: CronRunner
-    client: Any
+    runner: CronRunner  # its ``client`` is the one to use (a forked child gets a new one)
     stop_timeout: float
     app_ref: weakref.ref[Flask]
     jobs: dict[str, Job] = field(default_factory=dict)
@@ -218,7 +217,7 @@ class CronLock:
             observers=self._observers,
         )
         stop_timeout = float(cfg["CRONLOCK_STOP_TIMEOUT"])
-        state = CronLockState(self, runner, client, stop_timeout, weakref.ref(app))
+        state = CronLockState(self, runner, stop_timeout, weakref.ref(app))
         for registration in self._registrations:
             self._attach(app, state, registration)
         for task_name, fn in self._tasks:
