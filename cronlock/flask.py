@@ -34,24 +34,26 @@ before anything says a reloader is coming, so autostart would run jobs there too
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
-import os
-import threading
 import time
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar
 
-import click
-import redis
 from flask import Blueprint, Flask, current_app, has_app_context
 
 from cronlock import gunicorn as _gunicorn
 from cronlock._every import Every
 from cronlock._flask.blueprint import ACTIONS, Authorize, make_blueprint
+from cronlock._flask.config import (
+    DEFAULTS,
+    at_exit,
+    client_from_config,
+    should_autostart,
+    stop_at_exit,
+)
 from cronlock._validate import check_key, seconds_to_ms
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
@@ -73,22 +75,6 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXTENSION_KEY = "cronlock"
-
-#: Every configuration key the extension reads, with its default.
-DEFAULTS: dict[str, Any] = {
-    "CRONLOCK_REDIS_URL": None,
-    "CRONLOCK_REDIS_OPTIONS": {"socket_timeout": 10, "socket_connect_timeout": 5},
-    "CRONLOCK_PREFIX": "cronlock",
-    "CRONLOCK_DEFAULT_TTL": 60,
-    "CRONLOCK_TIMEZONE": "UTC",
-    "CRONLOCK_AUTOSTART": False,
-    "CRONLOCK_MAX_WORKERS": 8,
-    "CRONLOCK_MAX_ATTEMPTS": 3,
-    "CRONLOCK_OVERLAP": "skip",
-    "CRONLOCK_AFTER_FORK": "restart",
-    "CRONLOCK_STOP_TIMEOUT": 30,
-    "CRONLOCK_API_TOKEN": None,
-}
 
 
 @dataclass
@@ -119,34 +105,6 @@ class _Registration:
     kwargs: dict[str, Any]
     tags: frozenset[Any]
     options: dict[str, Any]
-
-
-def should_autostart(app: Flask, environ: Optional[dict[str, str]] = None) -> tuple[bool, str]:
-    """Whether ``CRONLOCK_AUTOSTART`` may start the runner in this process, and why.
-
-    * Werkzeug's reloader child (``WERKZEUG_RUN_MAIN=true``): yes, it serves the app.
-    * Under the ``flask`` command (``FLASK_RUN_FROM_CLI=true``): only for ``flask run``,
-      and only without the reloader (with it, this process is the watcher; the child
-      it spawns starts the jobs). ``flask shell``, ``flask db upgrade``...: no.
-    * Anywhere else (gunicorn, uWSGI, a script): yes.
-    """
-    env = os.environ if environ is None else environ
-    if not app.config.get("CRONLOCK_AUTOSTART"):
-        return False, "CRONLOCK_AUTOSTART is off"
-    if env.get("WERKZEUG_RUN_MAIN") == "true":
-        return True, "Werkzeug reloader child"
-    if env.get("FLASK_RUN_FROM_CLI") == "true":
-        ctx = click.get_current_context(silent=True)
-        command = ctx.command.name if ctx is not None and ctx.command is not None else None
-        if command != "run":
-            return False, f"flask CLI command {command or '?'!r} (jobs run under 'flask run')"
-        reload = ctx.params.get("reload") if ctx is not None else None
-        if reload is None:
-            reload = bool(app.debug) or os.environ.get("FLASK_DEBUG", "") in ("1", "true")
-        if reload:
-            return False, "Werkzeug reloader watcher (the reloaded child runs the jobs)"
-        return True, "flask run without reloader"
-    return True, "CRONLOCK_AUTOSTART is on"
 
 
 class CronLock:
@@ -204,7 +162,7 @@ class CronLock:
         for name, default in DEFAULTS.items():
             app.config.setdefault(name, default)
         cfg = app.config
-        client = self._client if self._client is not None else _client_from_config(cfg)
+        client = self._client if self._client is not None else client_from_config(cfg)
         runner = CronRunner(
             client,
             prefix=cfg["CRONLOCK_PREFIX"],
@@ -268,7 +226,7 @@ class CronLock:
             runner.start()
         if not state.exit_hook:
             state.exit_hook = True
-            _at_exit(functools.partial(_stop_at_exit, weakref.ref(runner), state.stop_timeout))
+            at_exit(functools.partial(stop_at_exit, weakref.ref(runner), state.stop_timeout))
         return runner
 
     def stop(self, app: Optional[Flask] = None, timeout: Optional[float] = None) -> None:
@@ -493,41 +451,6 @@ def _in_app_context(
     run_in_app_context.__qualname__ = getattr(fn, "__qualname__", "handler")
     run_in_app_context.__module__ = getattr(fn, "__module__", __name__)
     return run_in_app_context
-
-
-def _client_from_config(cfg: Any) -> Any:
-    url = cfg.get("CRONLOCK_REDIS_URL")
-    if not url:
-        raise ConfigurationError(
-            "cronlock needs Redis: set app.config['CRONLOCK_REDIS_URL'] "
-            "(e.g. 'redis://localhost:6379/0') or pass CronLock(client=...)"
-        )
-    options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {})
-    return redis.Redis.from_url(url, **options)
-
-
-def _at_exit(callback: Callable[[], None]) -> None:
-    """Call ``callback`` at interpreter exit, before the runner's worker threads are joined.
-
-    Plain ``atexit`` runs after ``threading`` has joined every ThreadPoolExecutor thread,
-    so a handler still running would hold the exit until it returned by itself.
-    ``threading._register_atexit`` (what concurrent.futures uses, 3.9+) runs callbacks
-    newest first, before those joins; it is private, so fall back to ``atexit``.
-    """
-    register = getattr(threading, "_register_atexit", None)
-    if register is not None:
-        try:
-            register(callback)
-            return
-        except RuntimeError:  # interpreter already shutting down
-            return
-    atexit.register(callback)
-
-
-def _stop_at_exit(ref: weakref.ref[CronRunner], timeout: float) -> None:
-    runner = ref()
-    if runner is not None and runner.running:
-        runner.stop(timeout=timeout)
 
 
 def management_blueprint(

@@ -1,0 +1,95 @@
+"""Configuration and process decisions of the Flask extension (see :mod:`cronlock.flask`)."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from typing import Any, Callable, Optional
+
+import click
+import redis
+from flask import Flask
+
+from cronlock.errors import ConfigurationError
+from cronlock.runner import CronRunner
+
+#: Every configuration key the extension reads, with its default.
+DEFAULTS: dict[str, Any] = {
+    "CRONLOCK_REDIS_URL": None,
+    "CRONLOCK_REDIS_OPTIONS": {"socket_timeout": 10, "socket_connect_timeout": 5},
+    "CRONLOCK_PREFIX": "cronlock",
+    "CRONLOCK_DEFAULT_TTL": 60,
+    "CRONLOCK_TIMEZONE": "UTC",
+    "CRONLOCK_AUTOSTART": False,
+    "CRONLOCK_MAX_WORKERS": 8,
+    "CRONLOCK_MAX_ATTEMPTS": 3,
+    "CRONLOCK_OVERLAP": "skip",
+    "CRONLOCK_AFTER_FORK": "restart",
+    "CRONLOCK_STOP_TIMEOUT": 30,
+    "CRONLOCK_API_TOKEN": None,
+}
+
+
+def should_autostart(app: Flask, environ: Optional[dict[str, str]] = None) -> tuple[bool, str]:
+    """Whether ``CRONLOCK_AUTOSTART`` may start the runner in this process, and why.
+
+    * Werkzeug's reloader child (``WERKZEUG_RUN_MAIN=true``): yes, it serves the app.
+    * Under the ``flask`` command (``FLASK_RUN_FROM_CLI=true``): only for ``flask run``,
+      and only without the reloader (with it, this process is the watcher; the child
+      it spawns starts the jobs). ``flask shell``, ``flask db upgrade``...: no.
+    * Anywhere else (gunicorn, uWSGI, a script): yes.
+    """
+    env = os.environ if environ is None else environ
+    if not app.config.get("CRONLOCK_AUTOSTART"):
+        return False, "CRONLOCK_AUTOSTART is off"
+    if env.get("WERKZEUG_RUN_MAIN") == "true":
+        return True, "Werkzeug reloader child"
+    if env.get("FLASK_RUN_FROM_CLI") == "true":
+        ctx = click.get_current_context(silent=True)
+        command = ctx.command.name if ctx is not None and ctx.command is not None else None
+        if command != "run":
+            return False, f"flask CLI command {command or '?'!r} (jobs run under 'flask run')"
+        reload = ctx.params.get("reload") if ctx is not None else None
+        if reload is None:
+            reload = bool(app.debug) or os.environ.get("FLASK_DEBUG", "") in ("1", "true")
+        if reload:
+            return False, "Werkzeug reloader watcher (the reloaded child runs the jobs)"
+        return True, "flask run without reloader"
+    return True, "CRONLOCK_AUTOSTART is on"
+
+
+def client_from_config(cfg: Any) -> Any:
+    url = cfg.get("CRONLOCK_REDIS_URL")
+    if not url:
+        raise ConfigurationError(
+            "cronlock needs Redis: set app.config['CRONLOCK_REDIS_URL'] "
+            "(e.g. 'redis://localhost:6379/0') or pass CronLock(client=...)"
+        )
+    options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {})
+    return redis.Redis.from_url(url, **options)
+
+
+def at_exit(callback: Callable[[], None]) -> None:
+    """Call ``callback`` at interpreter exit, before the runner's worker threads are joined.
+
+    Plain ``atexit`` runs after ``threading`` has joined every ThreadPoolExecutor thread,
+    so a handler still running would hold the exit until it returned by itself.
+    ``threading._register_atexit`` (what concurrent.futures uses, 3.9+) runs callbacks
+    newest first, before those joins; it is private, so fall back to ``atexit``.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        try:
+            register(callback)
+            return
+        except RuntimeError:  # interpreter already shutting down
+            return
+    atexit.register(callback)
+
+
+def stop_at_exit(ref: weakref.ref[CronRunner], timeout: float) -> None:
+    runner = ref()
+    if runner is not None and runner.running:
+        runner.stop(timeout=timeout)
