@@ -177,6 +177,10 @@ class Operations:
                 self.run_triggers([key], inline=False)
         elif kind == "schedules":
             self.reconcile_schedules(force=True)
+        elif kind == "handover":
+            key, slot = message.get("key"), message.get("slot")
+            if isinstance(key, str) and isinstance(slot, int):
+                self.runner._watch_now(key, slot)
 
     # -- the periodic sync ------------------------------------------------------------
 

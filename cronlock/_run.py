@@ -199,6 +199,8 @@ class Run:
                     return  # the lease lapses; another replica may run the slot again
                 time.sleep(_FINISH_RETRY_S)
                 continue
+            if ok and outcome == "handover":
+                self.runner._announce_handover(self.job.key, self.ctx.slot_ms)
             if not ok:
                 logger.warning(
                     "cronlock: job %r slot %s attempt %d ended after another owner took the "
@@ -216,7 +218,7 @@ class Run:
         if self.lost or self.finished.is_set():
             return
         try:
-            _claims.finish(
+            ok = _claims.finish(
                 self.runner.client,
                 self.state_key,
                 self.ctx.slot_ms,
@@ -227,6 +229,9 @@ class Run:
             )
         except RedisError as exc:
             self.runner._report(exc, self._error_context("release"))
+            return
+        if ok:
+            self.runner._announce_handover(self.job.key, self.ctx.slot_ms)
 
     def _finish_info(self, outcome: str) -> _claims.FinishInfo:
         """What the history entry of this run's end records besides the outcome."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import encodings.idna  # noqa: F401 - import now: a lazy codec import in a forked child's thread can fail
 import heapq
 import itertools
+import json
 import logging
 import os
 import random
@@ -41,7 +42,7 @@ from cronlock import _claims
 from cronlock._dynamic import TaskRegistry
 from cronlock._events import Operations
 from cronlock._every import Every
-from cronlock._keys import history_key, job_key
+from cronlock._keys import events_channel, history_key, job_key
 from cronlock._run import Run
 from cronlock._stats import RunnerStatistics, StatsCounter
 from cronlock._validate import check_client, check_key, check_prefix, seconds_to_ms
@@ -694,6 +695,30 @@ class CronRunner:
             self._run_ended(run)
             return 0
         return 1
+
+    def _announce_handover(self, key: str, slot_ms: int) -> None:
+        """Tell the other replicas a lease was ended early, so one takes the slot at once.
+
+        Without this they would look again only when the lease they last saw lapses
+        (up to a whole ttl later), and a newer slot may have replaced it by then.
+        """
+        message = json.dumps({"type": "handover", "key": key, "slot": slot_ms})
+        try:
+            self.client.publish(events_channel(self.prefix), message)
+        except RedisError as exc:  # they still find the slot when the old lease lapses
+            self._report(exc, ErrorContext(key, "release", slot_ms))
+
+    def _watch_now(self, key: str, slot_ms: int) -> None:
+        """Claim ``slot_ms`` of ``key`` now (another replica handed it over)."""
+        with self._cond:
+            job = self._jobs.get(key)
+            if job is None or not job.enabled or self._stopping or not self._seeded:
+                return
+            now_ms = self._now_ms()
+            heapq.heappush(
+                self._heap, _Entry(now_ms, next(self._seq), job, job.generation, slot_ms, "watch")
+            )
+            self._cond.notify()
 
     def _run_ended(self, run: Run) -> None:
         with self._cond:

@@ -289,3 +289,39 @@ def test_every_tags_are_kept_on_the_job(client: redis.Redis) -> None:
     runner = CronRunner(client, prefix="lc")
     job = runner.every(5).minutes.tag("reports", "daily").do(lambda: None)
     assert job.tags == {"reports", "daily"}
+
+
+def test_a_stopping_replica_announces_its_handover_and_another_takes_the_slot_at_once(
+    client: redis.Redis,
+) -> None:
+    """stop() hands the slot over and says so: a listening replica runs it as attempt 2.
+
+    The lease is 60 s; without the announcement the other replica would look again only
+    when the lease it last saw lapsed.
+    """
+    started = threading.Event()
+    release = threading.Event()
+    taken: list[int] = []
+    first = CronRunner(client, prefix="ho")
+    second = CronRunner(client, prefix="ho")
+
+    @first.interval(seconds=3600, key="long", ttl=60, catch_up=3600)
+    def slow(ctx: JobContext) -> None:
+        started.set()
+        release.wait(30)
+
+    @second.interval(seconds=3600, key="long", ttl=60, catch_up=3600)
+    def successor(ctx: JobContext) -> None:
+        taken.append(ctx.attempt)
+
+    first.start()
+    assert started.wait(10)
+    second.start()
+    try:
+        wait_until(lambda: second._ops is not None and second._ops.listening, timeout=10)
+        first.stop(timeout=0.2)  # the handler ignores cancellation: its slot is handed over
+        wait_until(lambda: taken, timeout=10)
+    finally:
+        release.set()
+        second.stop(timeout=5)
+    assert taken == [2]
