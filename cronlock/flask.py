@@ -54,10 +54,10 @@ from cronlock._flask.config import (
     should_autostart,
     stop_at_exit,
 )
-from cronlock._validate import check_key, seconds_to_ms
+from cronlock._validate import check_key
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
-from cronlock.job import OPTION_NAMES, Job, default_key, make_caller, parse_options
+from cronlock.job import Job, check_option_names, default_key, make_caller, parse_options
 from cronlock.runner import CronRunner
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
@@ -313,17 +313,7 @@ class CronLock:
         **options: Any,
     ) -> Callable[[F], F]:
         """Decorator: run every ``seconds + minutes + hours`` on the UTC epoch grid."""
-        total_ms = (
-            seconds_to_ms(seconds, "seconds", allow_zero=True)
-            + seconds_to_ms(minutes, "minutes", allow_zero=True) * 60
-            + seconds_to_ms(hours, "hours", allow_zero=True) * 3600
-        )
-        if total_ms <= 0:
-            raise ConfigurationError(
-                f"interval must be > 0; got seconds={seconds!r}, minutes={minutes!r}, "
-                f"hours={hours!r}"
-            )
-        schedule = IntervalSchedule(total_ms / 1000, offset=offset)
+        schedule = IntervalSchedule.from_parts(seconds, minutes=minutes, hours=hours, offset=offset)
         return self._decorator(lambda tz: schedule, options)
 
     def at(self, when: Any, **options: Any) -> Callable[[F], F]:
@@ -351,12 +341,7 @@ class CronLock:
         options: dict[str, Any],
         holder: Optional[dict[str, str]] = None,
     ) -> Callable[[F], F]:
-        unknown = sorted(set(options) - OPTION_NAMES)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known options: {', '.join(sorted(OPTION_NAMES))}"
-            )
+        check_option_names(options)
 
         def decorate(fn: F) -> F:
             self._register(fn, schedule_for, options, holder=holder)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["STALL_AFTER_S", "Health", "check_health"]
 
 #: A scheduler thread that has not woken for this long is reported stalled: twice its
-#: longest sleep (``cronlock.runner.MAX_SLEEP_S``, 30 s) plus a margin.
+#: longest sleep (``cronlock._scheduler.MAX_SLEEP_S``, 30 s) plus a margin.
 STALL_AFTER_S = 75.0
 
 

@@ -47,6 +47,17 @@ class JobOptions:
     payload: Any = field(default=None, compare=False)
 
 
+def check_option_names(options: dict[str, Any], key: Optional[str] = None) -> None:
+    """Refuse option names a job does not have, naming them and listing the known ones."""
+    unknown = sorted(set(options) - OPTION_NAMES)
+    if unknown:
+        where = f" for job {key!r}" if key is not None else ""
+        raise ConfigurationError(
+            f"unknown option(s) {', '.join(map(repr, unknown))}{where}; "
+            f"known options: {', '.join(sorted(OPTION_NAMES))}"
+        )
+
+
 def parse_options(
     key: str, schedule: Schedule, options: dict[str, Any], defaults: dict[str, Any]
 ) -> JobOptions:

@@ -136,6 +136,34 @@ class IntervalSchedule(Schedule):
             0 if offset == 0 and type(offset) is int else (_seconds_ms(offset, "offset") % period)
         )
 
+    @classmethod
+    def from_parts(
+        cls, seconds: Any = 0, *, minutes: Any = 0, hours: Any = 0, offset: Any = 0
+    ) -> IntervalSchedule:
+        """The grid of ``seconds + minutes + hours`` (the ``@interval`` decorators' form).
+
+        Raises:
+            TypeError: a part is not a number of seconds.
+            ConfigurationError: a part is negative or not finite, or the sum is not > 0.
+
+        Example:
+            >>> IntervalSchedule.from_parts(minutes=1, seconds=30).period_ms
+            90000
+        """
+        parts = (("seconds", seconds, 1), ("minutes", minutes, 60), ("hours", hours, 3600))
+        total_ms = 0
+        for name, value, unit in parts:
+            ms = _seconds_ms(value, name)
+            if ms < 0:
+                raise ConfigurationError(f"{name} must be >= 0; got {value!r}")
+            total_ms += ms * unit
+        if total_ms <= 0:
+            raise ConfigurationError(
+                f"interval must be > 0; got seconds={seconds!r}, minutes={minutes!r}, "
+                f"hours={hours!r}"
+            )
+        return cls(timedelta(milliseconds=total_ms), offset=offset)
+
     @property
     def period_ms(self) -> int:
         """The period in milliseconds."""
