@@ -1,6 +1,6 @@
 """Lock acquire+release throughput: cronlock against the raw floor and other libraries.
 
-Run:  python bench/locks.py  [--slice 0.3] [--slices 15] [--only NAME ...]
+Run:  python bench/locks.py  [--slice 0.3] [--slices 15] [--only NAME ...] [--json PATH]
 
 One private server (cronlock.testing.RedisServer); implementations run in interleaved
 slices (each round runs every implementation once, in a shuffled order) and the median
@@ -28,6 +28,7 @@ script at all, which no script content can win back. python-redis-lock and potte
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import secrets
 import statistics
@@ -217,6 +218,44 @@ def commandstats(client: redis.Redis) -> dict[str, int]:
     return {k[len("cmdstat_") :]: int(v["calls"]) for k, v in client.info("commandstats").items()}
 
 
+def write_json(
+    path: str,
+    *,
+    args: argparse.Namespace,
+    version: str,
+    floor_name: str,
+    rates: dict[str, list[float]],
+    cpus: dict[str, list[float]],
+    paired: dict[str, float],
+    trips: dict[str, tuple[float, float]],
+    contended: dict[str, list[tuple[float, list[int]]]],
+) -> None:
+    """Write the raw figures of one run: per-slice rates and CPU, per-round contention."""
+    result = {
+        "redis_version": version,
+        "redis_py": redis.__version__,
+        "slice_seconds": args.slice,
+        "slices": args.slices,
+        "contended_slices": args.contended_slices,
+        "floor": floor_name,
+        "implementations": {
+            name: {
+                "rates": rates[name],
+                "cpu_us": cpus[name],
+                "paired": paired[name],
+                "round_trips": trips[name][0],
+                "server_commands": trips[name][1],
+                "contended_rates": [rate for rate, _ in contended[name]],
+                "contended_counts": [counts for _, counts in contended[name]],
+            }
+            for name in rates
+        },
+    }
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(result, out, indent=1)
+        out.write("\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--slice", type=float, default=0.3, help="seconds per slice")
@@ -229,6 +268,12 @@ def main() -> None:
         metavar="NAME",
         help="run only implementations whose name starts with NAME (repeatable; the floor "
         "always runs, as the reference)",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write every per-slice figure to PATH as JSON (bench/plot.py reads it); "
+        "the printed table is unchanged",
     )
     args = parser.parse_args()
 
@@ -310,6 +355,18 @@ def main() -> None:
                 f"{name:30} {rate:9,.0f} {rate / floor_rate:8.2f} {paired[name]:7.2f} "
                 f"{cpu:7.1f} {floor_cpu / cpu:8.2f} {rt:8.2f} {cmds:9.2f} | "
                 f"{cont:11,.0f} {cont / floor_cont:8.2f} {fairness:9.2f}"
+            )
+        if args.json:
+            write_json(
+                args.json,
+                args=args,
+                version=version,
+                floor_name=floor_name,
+                rates=rates,
+                cpus=cpus,
+                paired=paired,
+                trips=trips,
+                contended=contended,
             )
         print()
         print(
