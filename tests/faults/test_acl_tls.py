@@ -25,6 +25,7 @@ from cronlock._scripts import SCRIPTS_DIR
 from cronlock._server import RedisServer
 from cronlock.errors import LockNotAcquired
 from cronlock.schedules import IntervalSchedule
+from cronlock.testing import wait_until
 
 CLIENT_COMMANDS = ["evalsha", "script|load", "blpop"]
 SCRIPT_COMMANDS = [
@@ -32,15 +33,21 @@ SCRIPT_COMMANDS = [
     "hget", "hmget", "hset", "hdel", "hkeys", "hincrby",
     "lpush", "lpop", "zadd", "zrange", "zrangebyscore", "zrem", "xadd", "xtrim",
 ]  # fmt: skip
+# What a started runner's operations thread sends besides scripts: heartbeats, the job
+# registry, trigger and schedule checks, and the events channel (handovers, triggers).
+RUNNER_COMMANDS = ["ping", "hgetall", "hsetnx", "smembers", "srem", "publish", "subscribe"]
 PREFIX = "app"
 
 
-def acl_rules(commands: list[str], keys: str = f"~{PREFIX}:*") -> list[str]:
-    """``ACL SETUSER cronlock on >pw resetkeys <keys> resetchannels -@all +cmd ...``"""
-    return ["on", ">pw", "resetkeys", keys, "resetchannels", "-@all"] + [f"+{c}" for c in commands]
+def acl_rules(
+    commands: list[str], keys: str = f"~{PREFIX}:*", channels: str = f"&{PREFIX}:events"
+) -> list[str]:
+    """``ACL SETUSER cronlock on >pw resetkeys <keys> resetchannels <channels> -@all +cmd``"""
+    head = ["on", ">pw", "resetkeys", keys, "resetchannels", channels, "-@all"]
+    return head + [f"+{c}" for c in commands]
 
 
-ACL_RULES = acl_rules(CLIENT_COMMANDS + SCRIPT_COMMANDS)
+ACL_RULES = acl_rules(CLIENT_COMMANDS + RUNNER_COMMANDS + SCRIPT_COMMANDS)
 
 
 @pytest.fixture
@@ -105,6 +112,51 @@ def test_runner_and_lock_work_under_exactly_the_minimal_acl(acl_server: RedisSer
     acquired, renewed, waited for, handed over and released."""
     client = _as_user(acl_server, ACL_RULES)
     assert _exercise(client) == []
+
+
+def test_started_runners_work_under_the_minimal_acl_with_no_permission_error(
+    acl_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Threaded runners under exactly ACL_RULES: heartbeats, registry, polling and a
+    handover announced on the events channel all work, and nothing is refused."""
+    client = _as_user(acl_server, ACL_RULES)
+    errors: list[BaseException] = []
+    started, release = threading.Event(), threading.Event()
+    taken: list[int] = []
+    runners = [
+        CronRunner(client, prefix=PREFIX, poll_interval=0.3, on_error=lambda e, c: errors.append(e))
+        for _ in range(2)
+    ]
+
+    def slow(ctx: JobContext) -> None:
+        started.set()
+        release.wait(30)
+
+    runners[0].add_job(slow, IntervalSchedule(3600), key="long", ttl=60, catch_up=3600)
+    runners[1].add_job(
+        lambda ctx: taken.append(ctx.attempt),
+        IntervalSchedule(3600),
+        key="long",
+        ttl=60,
+        catch_up=3600,
+    )
+    runners[0].start()
+    assert started.wait(10)
+    runners[1].start()
+    try:
+        wait_until(lambda: runners[1]._ops.listening, timeout=10)
+        threading.Event().wait(1.0)  # a few polls: heartbeat, registry, triggers
+        runners[0].stop(timeout=0.2)  # handed over and announced on the events channel
+        wait_until(lambda: taken, timeout=10)  # the 60 s lease was not waited for
+    finally:
+        release.set()
+        runners[1].stop(timeout=5)
+    assert taken == [2]
+    assert errors == []
+    refused = [
+        r for r in caplog.records if "NOPERM" in r.getMessage() or "permission" in r.getMessage()
+    ]
+    assert refused == []
 
 
 @pytest.mark.parametrize(
