@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
 from cronlock._cron import zone_key
+from cronlock._jsonable import jsonable
 from cronlock._keys import job_key, job_registry_key, pause_all_key, runner_key
 from cronlock._scripts import text
 from cronlock._version import __version__
@@ -172,15 +173,7 @@ class RunnerInfo:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able fields (datetimes as ISO-8601)."""
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, datetime):
-                value = value.isoformat()
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[name] = value
-        return out
+        return jsonable(self)
 
 
 def _ms(value: Any) -> Optional[datetime]:

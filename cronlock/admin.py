@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from cronlock._dynamic import SCHEDULE_OPTIONS, ScheduleSpec
+from cronlock._jsonable import jsonable
 from cronlock._keys import (
     events_channel,
     history_key,
@@ -102,11 +103,7 @@ class JobStatus:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able fields (datetimes as ISO-8601)."""
-        return {
-            name: (v.isoformat() if isinstance(v, datetime) else v)
-            for name in self.__dataclass_fields__
-            for v in (getattr(self, name),)
-        }
+        return jsonable(self)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
+from cronlock._jsonable import jsonable
+
 if TYPE_CHECKING:
     from cronlock.runner import CronRunner
 
@@ -62,15 +64,7 @@ class Health:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able fields."""
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, datetime):
-                value = value.isoformat()
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[name] = value
-        return out
+        return jsonable(self)
 
 
 def check_health(runner: CronRunner) -> Health:

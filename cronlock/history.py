@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
 
+from cronlock._jsonable import jsonable
 from cronlock._keys import history_key
 from cronlock._scripts import text
 from cronlock.context import ms_to_datetime
@@ -98,13 +99,7 @@ class HistoryEntry:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able fields (datetimes as ISO-8601), without ``fields``."""
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
-            if name == "fields":
-                continue
-            value = getattr(self, name)
-            out[name] = value.isoformat() if isinstance(value, datetime) else value
-        return out
+        return jsonable(self, exclude=frozenset({"fields"}))
 
 
 def _int(value: Optional[str]) -> Optional[int]:
