@@ -41,12 +41,19 @@ def test_baseline_five_replicas_three_jobs(
         t0 = time.time() + 1
         time.sleep(20)
         t1 = time.time() - 3
+        stopping = time.time()
     finally:
         replicas.stop_all()
-    report = record_report(check("1 baseline 5x3", History.read(record_dir), specs(jobs), (t0, t1)))
+    history = History.read(record_dir)
+    report = record_report(check("1 baseline 5x3", history, specs(jobs), (t0, t1)))
     report.assert_guarantees()
     assert not report.dup_effects
-    assert report.takeovers == 0
+    # No takeover while nothing is faulted. When the replicas are stopped one by one at
+    # the end, a stopping replica hands its running slot over and one still running takes
+    # it at once (attempt 2): that is the graceful handover, so only runs that started
+    # before the stop count here.
+    early = [r for r in history.events("start") if r["attempt"] > 1 and r["t"] < stopping]
+    assert early == []
     assert report.explained.get("busy", 0) > 0  # the long job skipped slots while it ran
 
 
