@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 from cronlock._validate import check_key
 from cronlock.context import ErrorContext, ms_to_datetime
 from cronlock.errors import ConfigurationError
-from cronlock.job import Job, make_caller, parse_options
+from cronlock.job import OPTION_NAMES, Job, make_caller, parse_options
 from cronlock.schedules import CronSchedule, IntervalSchedule, Schedule
 
 if TYPE_CHECKING:
@@ -36,15 +36,7 @@ logger = logging.getLogger("cronlock")
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Job options a dynamic schedule may set (``key`` is the schedule id; ``payload`` is its own).
-SCHEDULE_OPTIONS = (
-    "ttl",
-    "max_attempts",
-    "overlap",
-    "catch_up",
-    "jitter",
-    "retries",
-    "retry_backoff",
-)
+SCHEDULE_OPTIONS = tuple(sorted(OPTION_NAMES - {"key", "payload"}))
 _VALIDATION_DEFAULTS = {"ttl": 60, "max_attempts": 3, "overlap": "skip"}
 
 

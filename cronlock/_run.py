@@ -184,23 +184,13 @@ class Run:
             outcome = "handover"
         while True:
             try:
-                ok = _claims.finish(
-                    self.runner.client,
-                    self.state_key,
-                    self.ctx.slot_ms,
-                    self.owner,
-                    outcome,
-                    history=self.history,
-                    info=self._finish_info(outcome),
-                )
+                ok = self._send_finish(outcome)
             except RedisError as exc:
                 self.runner._report(exc, self._error_context("release"))
                 if time.monotonic() + _FINISH_RETRY_S >= self.deadline:
                     return  # the lease lapses; another replica may run the slot again
                 time.sleep(_FINISH_RETRY_S)
                 continue
-            if ok and outcome == "handover":
-                self.runner._announce_handover(self.job.key, self.ctx.slot_ms)
             if not ok:
                 logger.warning(
                     "cronlock: job %r slot %s attempt %d ended after another owner took the "
@@ -218,20 +208,28 @@ class Run:
         if self.lost or self.finished.is_set():
             return
         try:
-            ok = _claims.finish(
-                self.runner.client,
-                self.state_key,
-                self.ctx.slot_ms,
-                self.owner,
-                "handover",
-                history=self.history,
-                info=self._finish_info("handover"),
-            )
+            self._send_finish("handover")
         except RedisError as exc:
             self.runner._report(exc, self._error_context("release"))
-            return
-        if ok:
+
+    def _send_finish(self, outcome: str) -> bool:
+        """Record the run's end (one round trip); False when the slot is no longer ours.
+
+        A handover that Redis accepted is also announced, so another replica takes the
+        slot at once.
+        """
+        ok = _claims.finish(
+            self.runner.client,
+            self.state_key,
+            self.ctx.slot_ms,
+            self.owner,
+            outcome,
+            history=self.history,
+            info=self._finish_info(outcome),
+        )
+        if ok and outcome == "handover":
             self.runner._announce_handover(self.job.key, self.ctx.slot_ms)
+        return ok
 
     def _finish_info(self, outcome: str) -> _claims.FinishInfo:
         """What the history entry of this run's end records besides the outcome."""
