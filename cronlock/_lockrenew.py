@@ -21,7 +21,8 @@ A renewal:
 
 Fork: a forked child starts with no holds, so a lock held by the parent is never
 renewed by the child (it stays the parent's); the child's own holds are renewed by the
-child's renewer.
+child's renewer. The pools of the holds' clients are held across the fork
+(:mod:`cronlock._forksafe`), so the renewal thread is never inside one at that moment.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from redis.exceptions import RedisError
 
+from cronlock import _forksafe
 from cronlock._renewer import get_renewer
 
 if TYPE_CHECKING:
@@ -164,6 +166,11 @@ class Holds:
         with self._mutex:
             return len(self._live)
 
+    def clients(self) -> list[Any]:
+        """The clients the renewal thread uses for the live holds (for fork safety)."""
+        with self._mutex:
+            return [renewal.lock._client for renewal in self._live]
+
     def _push(self, renewal: Renewal) -> None:
         seq = next(self._seq)
         self._live[renewal] = seq
@@ -219,6 +226,8 @@ def _after_fork_in_child() -> None:
     HOLDS._mutex = threading.Lock()  # the parent's may have been held at the fork
     HOLDS._reset()
 
+
+_forksafe.clients_from(HOLDS.clients)  # their pools are held across fork()
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -39,6 +39,10 @@ class StatsCounter:
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._last_tick: Optional[datetime] = None
 
+    def after_fork(self) -> None:
+        """In a forked child: a new lock (a parent thread may have held this one)."""
+        self._lock = threading.Lock()
+
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
             self._counts[name] += n

@@ -82,7 +82,7 @@ class CronLockState:
     """What ``app.extensions["cronlock"]`` holds for one app."""
 
     extension: CronLock
-    runner: CronRunner  # its ``client`` is the one to use (a forked child gets a new one)
+    runner: CronRunner  # ``runner.client`` is the client the extension made from its config
     stop_timeout: float
     app_ref: weakref.ref[Flask]
     jobs: dict[str, Job] = field(default_factory=dict)

@@ -30,9 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Callable, Optional, TypeVar
 
-import redis
-
-from cronlock import _claims
+from cronlock import _claims, _forksafe
 from cronlock._dynamic import TaskRegistry
 from cronlock._events import Operations
 from cronlock._every import Every
@@ -453,7 +451,7 @@ class CronRunner(SchedulerLoop):
         # would share the parent's heartbeat key and name the parent's pid as holder.
         self.runner_id = secrets.token_hex(4)
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{self.runner_id}"
-        self.client = _fresh_client(self.client)
+        self._stats.after_fork()
         self._init_threading_state()
         for job in self._jobs.values():
             job.generation += 1
@@ -464,24 +462,6 @@ class CronRunner(SchedulerLoop):
         return f"CronRunner(prefix={self.prefix!r}, jobs={len(self._jobs)}, running={self.running})"
 
 
-def _fresh_client(client: Any) -> Any:
-    """A client on a new pool: a child never shares the parent's sockets or pool locks."""
-    pool: Any = getattr(client, "connection_pool", None)
-    if isinstance(pool, redis.ConnectionPool) and type(pool) in (
-        redis.ConnectionPool,
-        redis.BlockingConnectionPool,
-    ):
-        new_pool = type(pool)(
-            connection_class=pool.connection_class,
-            max_connections=pool.max_connections,
-            **pool.connection_kwargs,
-        )
-        return redis.Redis(connection_pool=new_pool)
-    if pool is not None:
-        pool.reset()  # Sentinel and cluster pools: drop the parent's connections at least
-    return client
-
-
 def _after_fork_in_child() -> None:
     for runner in list(_runners):
         try:
@@ -489,6 +469,12 @@ def _after_fork_in_child() -> None:
         except Exception:
             logger.exception("cronlock: could not restart %r after fork", runner)
 
+
+# The pools of every runner's client are held across fork() (see cronlock._forksafe), so
+# the child's copy of a runner, and the application, can use the client at once: redis-py
+# gives the child new connections on first use. _forksafe registered its hooks first (at
+# the import above), so its after_in_child runs before this one.
+_forksafe.clients_from(lambda: [runner.client for runner in list(_runners)])
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)

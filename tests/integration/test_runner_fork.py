@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
-from cronlock import CronRunner, IntervalSchedule, JobContext
+from cronlock import CronRunner, IntervalSchedule, JobContext, redis_lock
 from cronlock._server import RedisServer
 
 pytestmark = pytest.mark.slow
@@ -77,3 +79,65 @@ def test_after_fork_stop_leaves_the_child_copy_stopped(server_factory, tmp_path:
     child = json.loads(marker.read_text())
     assert child["running"] is False
     assert "cronlock-scheduler" not in child["threads"]
+
+
+def _fork_while_inside_the_pool(pool: Any, in_child: Callable[[], object]) -> str:
+    """Fork while another thread is inside ``pool``, as a runner thread is for a moment on
+    every Redis call; what the child did: "ok", "failed" (raised or falsy) or "hung"."""
+    inside, leave = threading.Event(), threading.Event()
+
+    def a_runner_thread_mid_call() -> None:
+        with pool._lock:  # what get_connection() and release() hold
+            inside.set()
+            leave.wait(2)
+
+    thread = threading.Thread(target=a_runner_thread_mid_call)
+    thread.start()
+    inside.wait(2)
+    threading.Timer(0.2, leave.set).start()  # the thread leaves the pool soon after
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 1
+        try:
+            code = 0 if in_child() else 1
+        finally:
+            os._exit(code)
+    thread.join()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return "ok" if os.waitstatus_to_exitcode(status) == 0 else "failed"
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return "hung"
+
+
+def test_a_fork_while_a_runner_thread_is_inside_the_pool_leaves_the_child_working(
+    server_factory: Callable[..., RedisServer],
+) -> None:
+    """The runner's client works in a child forked while a runner thread held its pool."""
+    server = server_factory()
+    client = server.client(socket_timeout=2)
+    runner = CronRunner(client, prefix="fork-pool")
+    runner.add_job(lambda: None, IntervalSchedule(3600), key="idle")
+    runner.start()
+    try:
+        outcome = _fork_while_inside_the_pool(
+            client.connection_pool, lambda: client.ping() and runner.client.ping()
+        )
+    finally:
+        runner.stop(timeout=2)
+    assert outcome == "ok"
+
+
+def test_a_fork_while_the_renewal_thread_is_inside_a_lock_clients_pool(
+    server_factory: Callable[..., RedisServer],
+) -> None:
+    """A renewing lock's client works in a child forked while its pool was held."""
+    server = server_factory()
+    client = server.client(socket_timeout=2)
+    with redis_lock(client, "fork-held", ttl=30, renew=True):
+        outcome = _fork_while_inside_the_pool(client.connection_pool, client.ping)
+    assert outcome == "ok"
