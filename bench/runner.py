@@ -2,7 +2,7 @@
 
     python bench/runner.py            # everything, ~3 minutes
     python bench/runner.py --quick    # smaller sizes and fewer slots, ~1 minute
-    python bench/runner.py idle precision commands takeover burst   # pick sections
+    python bench/runner.py idle precision commands takeover burst replication   # pick sections
 
 Sections:
 
@@ -16,6 +16,9 @@ Sections:
 4. takeover: delay from kill -9 of the running owner to attempt 2 starting elsewhere.
 5. burst: 10,000 jobs due in the same second: time from the boundary until every one
    is claimed.
+6. replication: what ``wait_replicas=1`` costs a slot (claim + WAIT in one pipeline,
+   then the finish) against a master with one replica on loopback, interleaved with the
+   same slots claimed without it.
 
 APScheduler 3 is installed for the benchmark only (``pip install "apscheduler<4"``).
 """
@@ -422,12 +425,60 @@ def section_burst(client: redis.Redis, quick: bool) -> None:
     )
 
 
+# -- 6. replication --------------------------------------------------------------------
+
+
+def _slot_times(runner: CronRunner, t0: float, slots: int) -> list[float]:
+    """Wall time (s) of each step-driven slot: claim (and WAIT), handler, finish."""
+    times = []
+    for step in range(slots):
+        runner.clock.set(t0 + step * 10 + 0.001)  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        ran = runner.run_pending()
+        times.append(time.perf_counter() - started)
+        assert ran == 1
+    return times
+
+
+def section_replication(quick: bool) -> None:
+    slices, slots = (3, 200) if quick else (7, 500)
+    print(f"\n## 6. wait_replicas=1: cost per slot ({slices} slices x {slots} slots each)\n")
+    with RedisServer(extra_args=("--repl-diskless-sync-delay", "0")) as master:
+        replica = RedisServer(extra_args=("--replicaof", master.host, str(master.port))).start()
+        try:
+            with replica.client(decode_responses=True) as c:
+                while c.info("replication").get("master_link_status") != "up":
+                    time.sleep(0.05)
+            client = master.client(socket_timeout=10)
+            t0 = 1_800_000_000.0
+            medians: dict[int, list[float]] = {0: [], 1: []}
+            for i in range(slices):
+                for wait in (0, 1) if i % 2 == 0 else (1, 0):
+                    runner = CronRunner(
+                        client, prefix=f"bench-wait-{wait}-{i}", clock=FakeClock(t0),
+                        wait_replicas=wait, wait_timeout=1,
+                    )  # fmt: skip
+                    runner.add_job(lambda: None, IntervalSchedule(10), key="job")
+                    times = _slot_times(runner, t0, slots)
+                    medians[wait].append(statistics.median(times) * 1e6)
+                    assert runner.statistics().claims_unreplicated == 0
+        finally:
+            replica.stop()
+    plain, waited = (statistics.median(medians[w]) for w in (0, 1))
+    print(f"without WAIT: {plain:.0f} us per slot (median of slice medians)")
+    extra = waited - plain
+    print(f"wait_replicas=1: {waited:.0f} us per slot; {waited / plain:.2f}x, +{extra:.0f} us")
+    print("round trips per slot are unchanged: the WAIT travels in the claim's pipeline")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "sections", nargs="*", default=["idle", "precision", "commands", "takeover", "burst"]
+        "sections",
+        nargs="*",
+        default=["idle", "precision", "commands", "takeover", "burst", "replication"],
     )
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
@@ -444,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
             "commands": lambda: section_commands(server),
             "takeover": lambda: section_takeover(server.url, args.quick),
             "burst": lambda: section_burst(client, args.quick),
+            "replication": lambda: section_replication(args.quick),
         }
         for name in args.sections:
             sections[name]()

@@ -18,6 +18,7 @@ from cronlock.errors import (
     JobCancelled,
     LockLost,
     LockNotAcquired,
+    NotReplicated,
 )
 from cronlock.exclusive import configure, exclusive
 from cronlock.job import Job
@@ -42,6 +43,7 @@ __all__ = [
     "LockInfo",
     "LockLost",
     "LockNotAcquired",
+    "NotReplicated",
     "OffsetClock",
     "OnceSchedule",
     "RedisLock",

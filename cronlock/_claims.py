@@ -8,8 +8,8 @@ a stream key is passed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Optional, cast
 
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisError
@@ -41,6 +41,15 @@ class ClaimReply:
     lease_until_ms: int = 0
     server_now_ms: int = 0
     detail: str = ""
+    replicas: int = -1  # replicas that acknowledged the claim (WAIT); -1: not asked
+
+
+@dataclass(frozen=True)
+class Replication:
+    """Claims wait (``WAIT``, in the same pipeline) for this many replicas, up to a timeout."""
+
+    replicas: int
+    timeout_ms: int
 
 
 @dataclass(frozen=True)
@@ -135,18 +144,31 @@ def decode_claim(reply: Any) -> ClaimReply:
     return ClaimReply(status)
 
 
-def claim(client: Any, request: ClaimRequest) -> ClaimReply:
-    """Claim one slot: one round trip."""
-    keys, args = request.args()
-    return decode_claim(CLAIM(client, keys, args))
+def claim(
+    client: Any, request: ClaimRequest, replication: Optional[Replication] = None
+) -> ClaimReply:
+    """Claim one slot: one round trip (with ``replication``, the claim and a ``WAIT``)."""
+    if replication is None:
+        keys, args = request.args()
+        return decode_claim(CLAIM(client, keys, args))
+    reply = _pipelined(client, [request], replication)[0]
+    if isinstance(reply, Exception):
+        raise reply
+    return cast(ClaimReply, reply)
 
 
-def claim_many(client: Any, requests: Sequence[ClaimRequest]) -> list[Any]:
+def claim_many(
+    client: Any, requests: Sequence[ClaimRequest], replication: Optional[Replication] = None
+) -> list[Any]:
     """Claim many slots in one pipelined round trip (for many jobs due together).
 
     Each element is a :class:`ClaimReply`, or the exception that one claim raised (the
     others still count). redis-py refuses EVALSHA in ``RedisCluster`` pipelines, so on a
     cluster the claims are sent one after another (one round trip each).
+
+    With ``replication``, a ``WAIT`` ends the pipeline: it runs on the connection that
+    sent the claims, so its count (in each reply's ``replicas``) is of replicas that
+    have every one of them. A ``WAIT`` that failed counts as no replica.
     """
     if isinstance(client, RedisCluster):
         replies: list[Any] = []
@@ -156,12 +178,28 @@ def claim_many(client: Any, requests: Sequence[ClaimRequest]) -> list[Any]:
             except RedisError as exc:
                 replies.append(exc)
         return replies
+    return _pipelined(client, requests, replication)
+
+
+def _pipelined(
+    client: Any, requests: Sequence[ClaimRequest], replication: Optional[Replication]
+) -> list[Any]:
+    """The claims (and the WAIT) in one pipeline on one connection; see :func:`claim_many`."""
     pipe = client.pipeline(transaction=False)
     for request in requests:
         keys, args = request.args()
         CLAIM.queue(pipe, keys, args)
-    results = execute_pipeline(client, pipe, [CLAIM])
-    return [r if isinstance(r, Exception) else decode_claim(r) for r in results]
+    if replication is not None:
+        pipe.execute_command("WAIT", replication.replicas, replication.timeout_ms)
+    results = execute_pipeline(client, pipe, [CLAIM], repeat_last=replication is not None)
+    if replication is None:
+        return [r if isinstance(r, Exception) else decode_claim(r) for r in results]
+    acked = results.pop()
+    replicas = acked if isinstance(acked, int) else 0
+    return [
+        r if isinstance(r, Exception) else replace(decode_claim(r), replicas=replicas)
+        for r in results
+    ]
 
 
 def renew(client: Any, state_key: str, slot_ms: int, owner: str, lease_ms: int) -> Optional[int]:

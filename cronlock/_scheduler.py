@@ -38,7 +38,7 @@ from cronlock._run import Run
 from cronlock._stats import StatsCounter
 from cronlock.clock import Clock
 from cronlock.context import ErrorContext
-from cronlock.errors import CorruptStateError
+from cronlock.errors import CorruptStateError, NotReplicated
 from cronlock.job import Job
 from cronlock.observers import notify
 
@@ -59,6 +59,8 @@ CLAIM_RETRY_MS = 1000
 CLAIM_BATCH = 500
 # Re-check a slot someone else runs this long after its lease deadline.
 WATCH_MARGIN_MS = 50
+# What observers hear for a won claim that too few replicas acknowledged (wait_replicas).
+UNREPLICATED = "unreplicated"
 
 
 @dataclass(order=True)
@@ -87,6 +89,7 @@ class SchedulerLoop:
     holder: str
     runner_id: str
     observers: tuple[object, ...]
+    replication: Optional[_claims.Replication]
     _jobs: dict[str, Job]
     _stats: StatsCounter
     _cond: threading.Condition
@@ -231,9 +234,9 @@ class SchedulerLoop:
         requests = [self._request(e) for e in entries]
         try:
             if len(requests) == 1:
-                replies: list[Any] = [_claims.claim(self.client, requests[0])]
+                replies: list[Any] = [_claims.claim(self.client, requests[0], self.replication)]
             else:
-                replies = _claims.claim_many(self.client, requests)
+                replies = _claims.claim_many(self.client, requests, self.replication)
         except RedisError as exc:
             replies = [exc] * len(entries)
         out: list[Optional[_claims.ClaimReply]] = []
@@ -259,9 +262,13 @@ class SchedulerLoop:
     ) -> int:
         job = entry.job
         status = reply.status
+        if status == _claims.WON and self._unreplicated(reply):
+            status = UNREPLICATED
         if self.observers:
             notify(self.observers, "claimed", job.key, entry.slot_ms, status, self.runner_id)
-        if status == _claims.WON:
+        if status == UNREPLICATED:
+            self._give_back(entry, reply, sent_at)
+        elif status == _claims.WON:
             self._stats.add("claims_won")
             if reply.attempt > 1:
                 self._stats.add("takeovers")
@@ -313,6 +320,38 @@ class SchedulerLoop:
                 ErrorContext(job.key, "acquire", entry.slot_ms),
             )
         return 0
+
+    def _unreplicated(self, reply: _claims.ClaimReply) -> bool:
+        return self.replication is not None and reply.replicas < self.replication.replicas
+
+    def _give_back(self, entry: _Entry, reply: _claims.ClaimReply, sent_at: float) -> None:
+        """A won claim too few replicas have: do not run it; hand the slot straight back.
+
+        A failover now could lose the claim and let another replica run the slot as well.
+        The handover lets a replica whose claim does reach the replicas take the slot
+        over (attempt + 1, up to ``max_attempts``); when none can, the slot is not run.
+        """
+        job = entry.job
+        wanted = self.replication or _claims.Replication(0, 0)
+        self._stats.add("claims_unreplicated")
+        self._report(
+            NotReplicated(
+                f"job {job.key!r} slot {entry.slot_ms}: the claim reached {reply.replicas} "
+                f"replica(s) within {wanted.timeout_ms} ms; wait_replicas is "
+                f"{wanted.replicas}, so the run does not start"
+            ),
+            ErrorContext(job.key, "acquire", entry.slot_ms, reply.attempt),
+        )
+        run = Run(
+            cast("CronRunner", self),
+            job,
+            state_key=job_key(self.prefix, job.key),
+            owner=entry.owner,
+            reply=reply,
+            sent_at=sent_at,
+            slot_ms=entry.slot_ms,
+        )
+        run.handover()
 
     def _launch(self, run: Run, inline: bool) -> int:
         """Start renewing a won run's lease and call its handler (a worker, or inline)."""

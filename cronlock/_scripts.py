@@ -45,15 +45,21 @@ class Script:
         return f"Script({self.name!r}, sha={self.sha[:10]})"
 
 
-def execute_pipeline(client: Any, pipe: Any, scripts: Sequence[Script]) -> list[Any]:
+def execute_pipeline(
+    client: Any, pipe: Any, scripts: Sequence[Script], *, repeat_last: bool = False
+) -> list[Any]:
     """Execute a pipeline of script calls; errors come back as exception objects in place.
 
     Calls that failed with NOSCRIPT (nothing ran for them) are re-sent once after
-    loading the scripts, so the caller sees each call's real reply or error.
+    loading the scripts, so the caller sees each call's real reply or error. With
+    ``repeat_last``, the pipeline's last command (a ``WAIT`` for the writes before it)
+    is sent again after those, so its reply covers the re-sent calls too.
     """
     stack = list(pipe.command_stack)
     results = list(pipe.execute(raise_on_error=False))
     missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+    if missing and repeat_last:
+        missing.append(len(stack) - 1)
     if missing:
         for script in {s.sha: s for s in scripts}.values():
             client.script_load(script.source)

@@ -16,6 +16,7 @@ class RunnerStatistics:
     claims_lost: int = 0  # another replica ran (or runs) the slot
     claims_skipped: int = 0  # overlap "skip": the previous run was still going
     claims_paused: int = 0
+    claims_unreplicated: int = 0  # won, but fewer replicas than wait_replicas had it: not run
     slots_missed: int = 0  # passed beyond catch-up (e.g. the process was paused)
     slots_failed: int = 0  # abandoned after max_attempts takeovers
     runs_succeeded: int = 0

@@ -7,7 +7,8 @@
     ├── LockNotAcquired                        someone else holds the lock (or the wait ran out)
     ├── LockLost                               a held lock expired or was taken by someone else
     ├── JobCancelled                           raised by ``ctx.check()`` once a run is cancelled
-    └── CorruptStateError                      a cronlock key holds data that is not ours
+    ├── CorruptStateError                      a cronlock key holds data that is not ours
+    └── NotReplicated                          a claim reached fewer replicas than asked for
 
 Errors from Redis itself (``redis.ConnectionError``, ``redis.TimeoutError``, ...) are
 not wrapped: the caller already knows them, and wrapping would hide the cause.
@@ -46,3 +47,12 @@ class JobCancelled(CronlockError):
 
 class CorruptStateError(CronlockError):
     """A cronlock key in Redis holds data cronlock did not write (wrong type or fields)."""
+
+
+class NotReplicated(CronlockError):
+    """A won claim was acknowledged by fewer replicas than ``wait_replicas`` in time.
+
+    The run does not start (a failover could lose the claim and let a second replica
+    run the slot); the slot is handed back so that a replica whose claim does reach the
+    replicas can run it.
+    """

@@ -171,6 +171,8 @@ class CronLock:
             max_attempts=cfg["CRONLOCK_MAX_ATTEMPTS"],
             overlap=cfg["CRONLOCK_OVERLAP"],
             after_fork=cfg["CRONLOCK_AFTER_FORK"],
+            wait_replicas=cfg["CRONLOCK_WAIT_REPLICAS"],
+            wait_timeout=cfg["CRONLOCK_WAIT_TIMEOUT"],
             on_error=self._on_error,
             observers=self._observers,
         )

@@ -16,7 +16,8 @@ Metrics (with the default ``namespace="cronlock"``):
                                                       start (scheduling lag, takeovers)
 ``cronlock_claims_total{job, status}``                claim replies: ``won``, ``taken``,
                                                       ``done``, ``stale``, ``busy``,
-                                                      ``exhausted``, ``paused``, ...
+                                                      ``exhausted``, ``paused``,
+                                                      ``unreplicated`` (``wait_replicas``)
 ``cronlock_takeovers_total{job}``                     runs started as attempt 2 or later
 ``cronlock_running{job}``                             handlers running now in this process
 ``cronlock_last_success_timestamp_seconds{job}``      end of the last successful run seen

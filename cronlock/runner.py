@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Callable, Optional, TypeVar
 
+from redis.cluster import RedisCluster
+
 from cronlock import _claims, _forksafe
 from cronlock._dynamic import TaskRegistry
 from cronlock._events import Operations
@@ -83,6 +85,14 @@ class CronRunner(SchedulerLoop):
         poll_interval: seconds between the runner's checks for triggers and dynamic
             schedule changes missed on pub/sub, and between heartbeats (default 10 s; see
             :mod:`cronlock.admin`).
+        wait_replicas: after each claim, wait (Redis ``WAIT``, in the claim's own round
+            trip) until this many replicas have it; a won claim that fewer replicas
+            acknowledge within ``wait_timeout`` is not run but handed back
+            (:class:`~cronlock.errors.NotReplicated` to ``on_error``, phase "acquire").
+            Closes the window where a failover loses a claim and a second replica runs
+            the slot (see docs/guarantees.md). 0 (the default) waits for none. Not
+            available with ``RedisCluster``.
+        wait_timeout: the longest a claim waits for its replicas (seconds or timedelta).
     """
 
     def __init__(
@@ -101,6 +111,8 @@ class CronRunner(SchedulerLoop):
         history_max: int = 1000,
         history_max_age: Any = timedelta(days=7),
         poll_interval: float = 10.0,
+        wait_replicas: int = 0,
+        wait_timeout: Any = 1.0,
     ) -> None:
         self.client = check_client(client)
         self.prefix = check_prefix(prefix)
@@ -121,6 +133,7 @@ class CronRunner(SchedulerLoop):
             else seconds_to_ms(history_max_age, "history_max_age", allow_zero=True)
         )
         self.poll_interval = seconds_to_ms(poll_interval, "poll_interval") / 1000
+        self.replication = _replication(self.client, wait_replicas, wait_timeout)
         self.tasks = TaskRegistry()
         self.max_workers = max_workers
         self.observers = tuple(observers)
@@ -460,6 +473,28 @@ class CronRunner(SchedulerLoop):
 
     def __repr__(self) -> str:
         return f"CronRunner(prefix={self.prefix!r}, jobs={len(self._jobs)}, running={self.running})"
+
+
+def _replication(client: Any, replicas: Any, timeout: Any) -> Optional[_claims.Replication]:
+    """What claims wait for (``wait_replicas``, ``wait_timeout``); None: no WAIT."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        raise ConfigurationError(f"wait_replicas must be an int >= 0; got {replicas!r}")
+    timeout_ms = seconds_to_ms(timeout, "wait_timeout")
+    if not replicas:
+        return None
+    if isinstance(client, RedisCluster):
+        raise ConfigurationError(
+            f"wait_replicas={replicas} is not available with RedisCluster (a claim and its "
+            "WAIT must share one connection, which cluster pipelines do not give)"
+        )
+    pool = getattr(client, "connection_pool", None)
+    socket_timeout = getattr(pool, "connection_kwargs", {}).get("socket_timeout")
+    if isinstance(socket_timeout, (int, float)) and socket_timeout * 1000 <= timeout_ms:
+        raise ConfigurationError(
+            f"wait_timeout ({timeout_ms / 1000:g} s) must be shorter than the client's "
+            f"socket_timeout ({socket_timeout:g} s): the claim's reply waits for the WAIT"
+        )
+    return _claims.Replication(replicas, timeout_ms)
 
 
 def _after_fork_in_child() -> None:

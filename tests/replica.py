@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentinel", default="", help="host:port,... of the sentinels")
     parser.add_argument("--service", default="mymaster")
     parser.add_argument("--cluster", action="store_true")
+    parser.add_argument("--wait-replicas", type=int, default=0)
+    parser.add_argument("--wait-timeout", type=float, default=1.0)
     args = parser.parse_args(argv)
 
     record = Path(args.record_dir) / f"{os.getpid()}.jsonl"
@@ -103,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         prefix=args.prefix,
         clock=clock,
         max_attempts=args.max_attempts,
+        wait_replicas=args.wait_replicas,
+        wait_timeout=args.wait_timeout,
         on_error=lambda e, c: log(
             event="error", job=c.key, phase=c.phase, slot=c.slot_ms, error=repr(e)
         ),
@@ -180,15 +184,15 @@ def record_leases(log: RecordFn) -> None:
                 lease_ms=request.lease_ms,
             )
 
-    def claim_logged(client: Any, request: _claims.ClaimRequest) -> _claims.ClaimReply:
-        reply = claim(client, request)
+    def claim_logged(client: Any, request: _claims.ClaimRequest, *args: Any) -> _claims.ClaimReply:
+        reply = claim(client, request, *args)
         note(request, reply)
         return reply
 
     def claim_many_logged(
-        client: Any, requests: list[_claims.ClaimRequest]
+        client: Any, requests: list[_claims.ClaimRequest], *args: Any
     ) -> list[_claims.ClaimReply]:
-        replies = claim_many(client, requests)
+        replies = claim_many(client, requests, *args)
         for request, reply in zip(requests, replies):
             if isinstance(reply, _claims.ClaimReply):
                 note(request, reply)

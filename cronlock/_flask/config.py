@@ -28,6 +28,8 @@ DEFAULTS: dict[str, Any] = {
     "CRONLOCK_OVERLAP": "skip",
     "CRONLOCK_AFTER_FORK": "restart",
     "CRONLOCK_STOP_TIMEOUT": 30,
+    "CRONLOCK_WAIT_REPLICAS": 0,
+    "CRONLOCK_WAIT_TIMEOUT": 1.0,
     "CRONLOCK_API_TOKEN": None,
 }
 

@@ -19,6 +19,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
+from cronlock._proxy import TcpProxy
 from cronlock._server import RedisServer, free_port
 from tests.cluster import SLOTS, cluster_port
 from tests.faults.checker import Fault, JobSpec, Report, check
@@ -78,7 +79,7 @@ class Sentinels:
 def sentinel_setup(
     server_factory: Callable[..., RedisServer], tmp_path: Path
 ) -> Iterator[tuple[RedisServer, RedisServer, Sentinels]]:
-    master = server_factory()
+    master = server_factory(extra_args=("--repl-diskless-sync-delay", "0"))  # sync at once
     replica = server_factory(extra_args=("--replicaof", master.host, str(master.port)))
     deadline = time.monotonic() + 15
     with replica.client(decode_responses=True) as c:
@@ -168,6 +169,7 @@ def start_cluster_with_replicas(directory: Path) -> list[RedisServer]:
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", str(directory / f"nodes-{i}.conf"),
                 "--cluster-node-timeout", "1000",
+                "--repl-diskless-sync-delay", "0",  # replicas sync at once, not after 5 s
             )  # fmt: skip
             servers.append(server.start())
         per = SLOTS // 3
@@ -277,3 +279,81 @@ def _jobs_on_second_master(names: list[str]) -> list[str]:
     """The jobs whose state key hashes into the second master's slot range."""
     per = SLOTS // 3
     return [n for n in names if per <= key_slot(f"replica-test:job:{{{n}}}".encode()) < 2 * per]
+
+
+@pytest.mark.parametrize("wait_replicas", [0, 1], ids=["no-wait", "wait_replicas=1"])
+def test_failover_to_a_replica_that_missed_a_claim(
+    record_dir: Path, record_report: Record, wait_replicas: int
+) -> None:
+    """The replica's link is cut, a slot is claimed and finished on the master alone, the
+    master dies and the replica is promoted (what Sentinel does), and the fleet moves to
+    it through a service address (a proxy, as a DNS name or a VIP would).
+
+    Without ``wait_replicas`` the new master never heard of that claim: a replica that
+    watched the slot claims it again and it runs twice, with the same fencing token,
+    measured here as the cost of asynchronous replication. With ``wait_replicas=1`` the
+    claims made while the replica cannot acknowledge are not run at all: no slot runs
+    twice and no token is reused; work resumes once the new master has a replica.
+    """
+    master = RedisServer(extra_args=("--repl-diskless-sync-delay", "0")).start()
+    link = TcpProxy((master.host, master.port)).start()  # the replication link
+    replica = RedisServer(
+        extra_args=("--replicaof", link.host, str(link.port), "--repl-diskless-sync-delay", "0")
+    ).start()
+    front = TcpProxy((master.host, master.port)).start()  # the service address
+    spare: RedisServer | None = None
+    job = "a:3:0.3:2.5"  # a loser looks again 2.5 s after the slot, before the next one
+    extra = ("--socket-timeout", "0.5", "--wait-replicas", str(wait_replicas))
+    replicas = Replicas(front.url, record_dir, [job], extra=(*extra, "--wait-timeout", "0.2"))
+    try:
+        _wait_synced(replica)
+        replicas.start_many(3)
+        t0 = time.time() + 1
+        lost_slot = (int(time.time() / 3) + 2) * 3  # at least one slot runs normally first
+        time.sleep(max(0.0, lost_slot - 1 - time.time()))
+        link.partition()  # from here the master's writes do not reach the replica
+        time.sleep(max(0.0, lost_slot + 0.8 - time.time()))
+        master.kill()
+        with replica.client() as c:
+            c.execute_command("REPLICAOF", "NO", "ONE")
+        front.upstream = (replica.host, replica.port)
+        front.cut()
+        # The old master's place as a replica is taken by a fresh server.
+        spare = RedisServer(extra_args=("--replicaof", replica.host, str(replica.port))).start()
+        promoted = time.time()
+        time.sleep(max(0.0, lost_slot + 2 * 3 + 1.5 - time.time()))  # two more slots
+        assert len(replicas.alive()) == 3
+        t1 = time.time() - 1
+    finally:
+        replicas.stop_all()
+        for proxy in (front, link):
+            proxy.stop()
+        for server in (spare, replica, master):
+            if server is not None:
+                server.stop()
+    history = History.read(record_dir)
+    name = "8c lost claim, wait_replicas=1" if wait_replicas else "8b lost claim, no WAIT"
+    faults = (Fault("outage", lost_slot - 1, promoted),)
+    report = record_report(check(name, history, [JobSpec.parse(job)], (t0, t1), faults))
+    starts = [r for r in history.events("start", "a") if r["slot"] == lost_slot * 1000]
+    report.notes.append(
+        f"slot claimed while the replica was cut off started {len(starts)} time(s), "
+        f"fences {sorted(r['fence'] for r in starts)}"
+    )
+    later = [r for r in history.events("start", "a") if r["t"] > promoted]
+    assert later, "work resumed on the promoted replica"
+    if wait_replicas:
+        assert not report.dup_completions
+        assert not report.fence_violations
+        assert len(starts) <= 1
+    else:  # the documented cost: a claim the failover lost runs again
+        assert len(starts) == 2, starts
+        assert report.dup_completions
+
+
+def _wait_synced(replica: RedisServer) -> None:
+    deadline = time.monotonic() + 15
+    with replica.client(decode_responses=True) as c:
+        while c.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "replica did not sync"
+            time.sleep(0.05)

@@ -154,6 +154,19 @@ def test_mistakes_fail_at_registration_or_init(redis_url: str) -> None:
         ext.init_app(app)
 
 
+def test_wait_replicas_comes_from_the_config(redis_url: str) -> None:
+    """CRONLOCK_WAIT_REPLICAS / _TIMEOUT reach the runner, checked like the runner's own."""
+    app = make_app(redis_url)
+    app.config.update(CRONLOCK_WAIT_REPLICAS=1, CRONLOCK_WAIT_TIMEOUT=0.25)
+    runner = CronLock(app).runner
+    assert runner.replication is not None
+    assert (runner.replication.replicas, runner.replication.timeout_ms) == (1, 250)
+    bad = make_app(redis_url)
+    bad.config.update(CRONLOCK_WAIT_REPLICAS=-2)
+    with pytest.raises(ConfigurationError, match="wait_replicas must be an int >= 0; got -2"):
+        CronLock(bad)
+
+
 def test_a_client_can_be_given_instead_of_a_url(redis_url: str) -> None:
     """CronLock(client=...) uses that client; no CRONLOCK_REDIS_URL needed."""
     client = redis.Redis.from_url(redis_url)
