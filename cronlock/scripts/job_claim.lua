@@ -16,7 +16,8 @@
 --
 -- Reply, first element a status:
 --   {"won", attempt, fence, lease_until}   this replica runs the slot (also when the same
---                                          owner asks again: a retry after a lost reply)
+--                                          owner asks again: a retry after a lost reply,
+--                                          whose lease then starts again)
 --   {"taken", lease_until, attempt, now}   same slot, running under a live lease elsewhere
 --                                          (now: this server's clock, to time the re-check)
 --   {"done", status}                       same slot already finished ("done" or "failed")
@@ -91,8 +92,12 @@ if slot == cur then
     return {'done', status or 'done'}
   end
   if st[4] == ARGV[2] then
-    -- our own claim again: the reply to the first one was lost on the way back
-    return {'won', attempt, fence, lease}
+    -- our own claim again: the reply to the first one was lost on the way back. The
+    -- lease starts again now: the owner counts it from this call, and renews a third
+    -- of a lease later, so the first claim's lease could lapse before that renewal.
+    local until_ms = now + lease_ms
+    redis.call('HSET', key, 'lease', until_ms)
+    return {'won', attempt, fence, until_ms}
   end
   if lease > now then
     return {'taken', lease, attempt, now}

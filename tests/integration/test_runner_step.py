@@ -166,6 +166,23 @@ def test_a_claim_whose_reply_was_lost_is_recognised_when_retried(client: redis.R
     assert (again.attempt, again.fence) == (first.attempt, first.fence)
 
 
+def test_a_retried_claim_starts_its_lease_again(client: redis.Redis) -> None:
+    """The retry's win carries a fresh lease: the owner counts its lease from the retry
+    and renews a third of a lease later, so the first claim's lease must not lapse first
+    (it did: a watcher took the slot over while the retried run was still going)."""
+    state = job_key(PREFIX, "job")
+    request = ClaimRequest(state, int(T0 * 1000), "me", 60_000, 3, "skip", "x")
+    assert claim(client, request).status == "won"
+    seconds, micros = client.time()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    client.hset(state, "lease", now_ms - 1)  # the first lease ran out before the retry came
+    again = claim(client, request)
+    assert again.status == "won"
+    assert again.lease_until_ms >= now_ms + 59_000
+    watcher = ClaimRequest(state, int(T0 * 1000), "watcher", 60_000, 3, "skip", "y")
+    assert claim(client, watcher).status == "taken"
+
+
 @pytest.mark.parametrize(
     ("late_by", "expect_run"),
     [(2.0, True), (4.0, False)],
