@@ -49,8 +49,10 @@ class Run:
         sent_at: float,
         slot_ms: int,
         kind: str = "scheduled",
+        start_ms: int = 0,
     ) -> None:
         self.runner = runner
+        self.start_ms = start_ms  # runner-clock ms before which the handler must not start
         self.kind = kind  # "scheduled", or "manual" for a triggered run
         self.history = runner._history(job.key)
         self.job = job
@@ -131,9 +133,13 @@ class Run:
     def execute(self) -> None:
         """Call the handler (with retries), then record the outcome. Never raises."""
         observers = self.runner.observers
-        started_at = datetime.now(timezone.utc)
-        self._started = time.monotonic()
         try:
+            if self._wait_for_start():  # stopped before its boundary: the handler never ran
+                self.close()
+                self._finish("cancelled")
+                return
+            started_at = datetime.now(timezone.utc)
+            self._started = time.monotonic()
             if observers:
                 notify(observers, "run_started", self.ctx, started_at)
             outcome = self._call_handler()
@@ -149,6 +155,17 @@ class Run:
             self.close()
             self.finished.set()
             self.runner._run_ended(self)
+
+    def _wait_for_start(self) -> bool:
+        """Wait for the slot's boundary on the runner's clock (the claim was sent a little
+        early); True if the run was cancelled meanwhile."""
+        clock = self.runner.clock
+        while True:
+            early_s = self.start_ms / 1000 - clock.time()
+            if early_s <= 0:
+                return False
+            if self.ctx.cancelled.wait(early_s):
+                return True
 
     def _call_handler(self) -> str:
         options = self.job.options

@@ -59,6 +59,10 @@ CLAIM_RETRY_MS = 1000
 CLAIM_BATCH = 500
 # Re-check a slot someone else runs this long after its lease deadline.
 WATCH_MARGIN_MS = 50
+# The scheduler thread claims this long before an entry is due; a won run waits for its
+# slot's boundary in its worker thread, so the claim's round trip is not part of the
+# handler's start delay. (``run_pending`` never claims early.)
+CLAIM_LEAD_MS = 5
 # What observers hear for a won claim that too few replicas acknowledged (wait_replicas).
 UNREPLICATED = "unreplicated"
 
@@ -72,8 +76,10 @@ class _Entry:
     job: Job = field(compare=False)
     generation: int = field(compare=False)
     slot_ms: int = field(compare=False)
-    kind: str = field(compare=False)  # "slot" (a new slot) or "watch" (re-check a running one)
+    kind: str = field(compare=False)  # "slot" (new), "watch" (re-check a running one), "claim"
     owner: str = field(compare=False, default_factory=lambda: secrets.token_hex(8))
+    start_ms: int = field(compare=False, default=0)  # the handler starts no earlier
+    early: bool = field(compare=False, default=False)  # claimed before ``start_ms``
 
 
 class SchedulerLoop:
@@ -154,11 +160,12 @@ class SchedulerLoop:
                 if self._stopping:
                     return
                 now_ms = self._now_ms()
-                if not self._heap or self._heap[0].due_ms > now_ms:
-                    wait = (self._heap[0].due_ms - now_ms) / 1000 if self._heap else MAX_SLEEP_S
+                claim_at = self._heap[0].due_ms - CLAIM_LEAD_MS if self._heap else None
+                if claim_at is None or claim_at > now_ms:
+                    wait = (claim_at - now_ms) / 1000 if claim_at is not None else MAX_SLEEP_S
                     self._cond.wait(min(wait, MAX_SLEEP_S))
                     continue
-                batch = self._pop_due(now_ms)
+                batch = self._pop_due(now_ms + CLAIM_LEAD_MS)
             try:
                 self._process(batch, now_ms, inline=False)
             except Exception:  # the scheduler thread must never die
@@ -186,6 +193,8 @@ class SchedulerLoop:
                             datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat(),
                         )
                         continue
+                    entry.start_ms = max(entry.due_ms, slot)
+                    entry.early = entry.start_ms > now_ms
                     entry.slot_ms = slot
                     entry.kind = "claim"
                 claims.append(entry)
@@ -251,6 +260,7 @@ class SchedulerLoop:
     def _claim_failed(self, entry: _Entry, error: BaseException, now_ms: int) -> None:
         self._stats.add("redis_errors")
         self._report(error, ErrorContext(entry.job.key, "acquire", entry.slot_ms))
+        entry.early = False  # the retry comes after the boundary
         # Try the same slot again (same owner token, so a claim that was applied but
         # whose reply was lost is recognised as ours) while it is within catch-up.
         if now_ms + CLAIM_RETRY_MS - entry.slot_ms <= entry.job.options.catch_up_ms:
@@ -264,6 +274,18 @@ class SchedulerLoop:
         status = reply.status
         if status == _claims.WON and self._unreplicated(reply):
             status = UNREPLICATED
+        if status == _claims.BUSY and entry.early:
+            # Claimed early: the previous run may still end before the boundary. Ask again
+            # then, so the answer is the one a claim at the boundary gets.
+            entry.early = False
+            logger.debug(
+                "cronlock: job %r slot %d busy before its boundary; asking again at it",
+                job.key,
+                entry.slot_ms,
+            )
+            with self._cond:
+                self._push(entry, entry.start_ms + CLAIM_LEAD_MS)
+            return 0
         if self.observers:
             notify(self.observers, "claimed", job.key, entry.slot_ms, status, self.runner_id)
         if status == UNREPLICATED:
@@ -283,6 +305,7 @@ class SchedulerLoop:
                 reply=reply,
                 sent_at=sent_at,
                 slot_ms=entry.slot_ms,
+                start_ms=entry.start_ms if entry.early else 0,
             )
             return self._launch(run, inline)
         if status == _claims.TAKEN:

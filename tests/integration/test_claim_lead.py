@@ -1,0 +1,107 @@
+"""A started runner claims a slot a few ms early; the handler still starts at the boundary.
+
+The scheduler thread sends the claim ``CLAIM_LEAD_MS`` before the slot, so the claim's
+round trip is not part of the handler's start delay. Each test holds a started runner's
+fake clock just before a boundary: the claim is sent, and the test sees what may and may
+not happen before the clock reaches the slot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import pytest
+import redis
+
+from cronlock import CronRunner, FakeClock, IntervalSchedule, JobContext
+from cronlock._claims import ClaimRequest, claim, finish
+from cronlock._keys import job_key
+from cronlock._scheduler import CLAIM_LEAD_MS
+from cronlock.testing import wait_until
+
+T0 = 1_800_000_000.0  # a multiple of 10 s
+SLOT_MS = int((T0 + 10) * 1000)
+EARLY = T0 + 10 - CLAIM_LEAD_MS / 1000 / 2  # within the lead, before the boundary
+
+
+def _runner(client: redis.Redis, prefix: str, clock: FakeClock, runs: list[Any]) -> CronRunner:
+    runner = CronRunner(client, prefix=prefix, clock=clock, default_ttl=30)
+
+    def handler(ctx: JobContext) -> None:
+        runs.append((ctx.slot_ms, ctx.attempt, clock.time()))
+
+    runner.add_job(handler, IntervalSchedule(10), key="job", catch_up=0)
+    return runner
+
+
+def _state(client: redis.Redis, prefix: str) -> dict[str, str]:
+    raw = client.hgetall(job_key(prefix, "job"))
+    return {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes)
+            else v for k, v in raw.items()}  # fmt: skip
+
+
+def test_the_claim_is_early_but_the_handler_waits_for_the_boundary(client: redis.Redis) -> None:
+    """Won before the boundary; the handler starts only once the clock reaches the slot."""
+    prefix = f"lead-a-{id(client)}"
+    runs: list[Any] = []
+    clock = FakeClock(EARLY)
+    runner = _runner(client, prefix, clock, runs).start()
+    try:
+        wait_until(lambda: _state(client, prefix).get("status") == "running", timeout=5)
+        assert _state(client, prefix)["slot"] == str(SLOT_MS)
+        threading.Event().wait(0.1)  # the worker is waiting; the fake clock has not moved
+        assert runs == []
+        clock.set(T0 + 10)
+        wait_until(lambda: runs, timeout=5)
+    finally:
+        runner.stop(timeout=5)
+    [(slot, attempt, started)] = runs
+    assert (slot, attempt) == (SLOT_MS, 1)
+    assert started >= T0 + 10
+
+
+def test_an_early_busy_answer_is_asked_again_at_the_boundary(
+    client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The previous run ends after the early claim but before the boundary: the slot runs.
+
+    Claimed early, the slot is busy (overlap "skip": the previous slot's run holds a live
+    lease). That run then ends before the boundary, so a claim at the boundary would have
+    won; the runner asks again at the boundary and runs it.
+    """
+    prefix = f"lead-b-{id(client)}"
+    previous = ClaimRequest(job_key(prefix, "job"), SLOT_MS - 10_000, "other", 30_000, 3, "skip",
+                            "elsewhere:1:x")  # fmt: skip
+    assert claim(client, previous).status == "won"
+    runs: list[Any] = []
+    clock = FakeClock(EARLY)
+    caplog.set_level(logging.DEBUG, logger="cronlock")
+    runner = _runner(client, prefix, clock, runs).start()
+    try:
+        wait_until(lambda: "busy before its boundary" in caplog.text, timeout=5)
+        assert runs == []
+        assert finish(client, previous.state_key, previous.slot_ms, "other", "done")
+        clock.set(T0 + 10 + 0.001)
+        wait_until(lambda: runs, timeout=5)
+    finally:
+        runner.stop(timeout=5)
+    assert [(s, a) for s, a, _ in runs] == [(SLOT_MS, 1)]
+    assert runner.statistics().claims_skipped == 0
+
+
+def test_a_stop_before_the_boundary_hands_the_slot_back_unrun(client: redis.Redis) -> None:
+    """Stopped between the early claim and the boundary: the handler never runs and the
+    lease ends at once, so another replica can take the slot."""
+    prefix = f"lead-c-{id(client)}"
+    runs: list[Any] = []
+    clock = FakeClock(EARLY)
+    runner = _runner(client, prefix, clock, runs).start()
+    wait_until(lambda: _state(client, prefix).get("status") == "running", timeout=5)
+    runner.stop(timeout=5)
+    assert runs == []
+    assert runner.statistics().runs_cancelled == 1
+    state = _state(client, prefix)
+    server_ms = int(client.time()[0]) * 1000
+    assert int(state["lease"]) <= server_ms + 1000  # handed over, not held for the 30 s ttl
