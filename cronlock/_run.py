@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 from cronlock import _claims
 from cronlock._renewer import get_renewer
 from cronlock.context import ErrorContext, JobContext
-from cronlock.errors import JobCancelled
+from cronlock.errors import JobCancelled, JobTimeout
 from cronlock.observers import RunRecord, format_traceback, notify
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class Run:
         self.finished = threading.Event()
         self._started = time.monotonic()
         self._closed = False  # no more renewals
+        self._returned = False  # the handler has returned (a timeout no longer applies)
         self._lock = threading.Lock()
 
     # -- renewal (called from the shared renewal thread) --------------------------------
@@ -140,6 +141,9 @@ class Run:
                 return
             started_at = datetime.now(timezone.utc)
             self._started = time.monotonic()
+            timeout_ms = self.job.options.timeout_ms
+            if timeout_ms:
+                get_renewer().schedule(_Timeout(self), self._started + timeout_ms / 1000)
             if observers:
                 notify(observers, "run_started", self.ctx, started_at)
             outcome = self._call_handler()
@@ -168,6 +172,37 @@ class Run:
                 return True
 
     def _call_handler(self) -> str:
+        """The handler's outcome: "done", "failed" (also past its timeout) or "cancelled"."""
+        outcome = self._call_with_retries()
+        with self._lock:
+            self._returned = True  # a timeout firing from now on is too late
+        if not self.ctx.timed_out.is_set():
+            return outcome
+        self.runner._count("runs_timed_out")
+        self.error = JobTimeout(
+            f"job {self.job.key!r} slot {self.ctx.slot.isoformat()} attempt {self.ctx.attempt} "
+            f"ran past its timeout of {self.job.options.timeout_ms / 1000:g} s"
+        )
+        self.runner._report(self.error, self._error_context("handler"))
+        return "failed"
+
+    def time_out(self) -> None:
+        """The job's timeout has passed (the renewal thread calls this): cancel the run."""
+        with self._lock:
+            if self._returned:
+                return
+            self.ctx.timed_out.set()
+        logger.warning(
+            "cronlock: job %r slot %s attempt %d ran past its timeout of %g s; cancelling it "
+            "(its lease is renewed until the handler returns)",
+            self.job.key,
+            self.ctx.slot.isoformat(),
+            self.ctx.attempt,
+            self.job.options.timeout_ms / 1000,
+        )
+        self.ctx.cancelled.set()
+
+    def _call_with_retries(self) -> str:
         options = self.job.options
         for attempt in range(options.retries + 1):
             try:
@@ -280,3 +315,16 @@ class Run:
 
     def _error_context(self, phase: str) -> ErrorContext:
         return ErrorContext(self.job.key, phase, self.ctx.slot_ms, self.ctx.attempt)
+
+
+class _Timeout:
+    """A run's timeout, due on the shared renewal thread's heap (no thread per run)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def renew_due(self) -> Optional[float]:
+        self.run.time_out()
+        return None

@@ -22,6 +22,7 @@ class RunnerStatistics:
     runs_succeeded: int = 0
     runs_failed: int = 0
     runs_cancelled: int = 0
+    runs_timed_out: int = 0  # went past the job's timeout (also counted in runs_failed)
     takeovers: int = 0  # claims won with attempt > 1
     renew_failures: int = 0
     leases_lost: int = 0

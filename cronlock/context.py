@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from cronlock.errors import JobCancelled
+from cronlock.errors import JobCancelled, JobTimeout
 
 PHASES = ("acquire", "handler", "renew", "release")
 
@@ -29,8 +29,9 @@ class JobContext:
         fencing_token: strictly increasing per job for every run that starts; pass it
             to the systems you write to so they can refuse a stale writer.
         idempotency_key: ``"<key>:<slot ms>"``, stable across attempts of one slot.
-        cancelled: set when the lease is lost or the runner stops; check it between
-            steps of long work, or call :meth:`check`.
+        cancelled: set when the lease is lost, the runner stops or the job's
+            ``timeout`` passes; check it between steps of long work, or call :meth:`check`.
+        timed_out: set (with ``cancelled``) when the run went past the job's ``timeout``.
         payload: the JSON payload of a dynamic schedule, else None.
     """
 
@@ -40,6 +41,7 @@ class JobContext:
     fencing_token: int
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
     payload: Any = None
+    timed_out: threading.Event = field(default_factory=threading.Event, compare=False)
     runner_id: str = ""
 
     @property
@@ -51,7 +53,13 @@ class JobContext:
         return f"{self.key}:{self.slot_ms}"
 
     def check(self) -> None:
-        """Raise :class:`~cronlock.errors.JobCancelled` if this run has been cancelled."""
+        """Raise :class:`~cronlock.errors.JobCancelled` if this run has been cancelled
+        (:class:`~cronlock.errors.JobTimeout` if because of the job's ``timeout``)."""
+        if self.timed_out.is_set():
+            raise JobTimeout(
+                f"run of job {self.key!r} slot {self.slot.isoformat()} attempt {self.attempt} "
+                "went past its timeout"
+            )
         if self.cancelled.is_set():
             raise JobCancelled(
                 f"run of job {self.key!r} slot {self.slot.isoformat()} attempt {self.attempt} "

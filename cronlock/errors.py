@@ -7,6 +7,7 @@
     ├── LockNotAcquired                        someone else holds the lock (or the wait ran out)
     ├── LockLost                               a held lock expired or was taken by someone else
     ├── JobCancelled                           raised by ``ctx.check()`` once a run is cancelled
+    │   └── JobTimeout                         ... because it ran past its job's ``timeout``
     ├── CorruptStateError                      a cronlock key holds data that is not ours
     └── NotReplicated                          a claim reached fewer replicas than asked for
 
@@ -43,6 +44,14 @@ class LockLost(CronlockError):
 
 class JobCancelled(CronlockError):
     """The run was cancelled: its lease was lost or the runner is stopping."""
+
+
+class JobTimeout(JobCancelled):
+    """The run went on past its job's ``timeout``.
+
+    ``ctx.check()`` raises it once the timeout has passed, and a timed-out run is recorded
+    as failed with this error, however its handler ended.
+    """
 
 
 class CorruptStateError(CronlockError):

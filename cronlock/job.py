@@ -27,6 +27,7 @@ OPTION_NAMES = frozenset(
         "jitter",
         "retries",
         "retry_backoff",
+        "timeout",
         "payload",
     }
 )
@@ -45,6 +46,7 @@ class JobOptions:
     retries: int
     retry_backoff_ms: int
     payload: Any = field(default=None, compare=False)
+    timeout_ms: int = 0  # 0: no timeout
 
 
 def check_option_names(options: dict[str, Any], key: Optional[str] = None) -> None:
@@ -111,6 +113,8 @@ def _parse_options(
     backoff_ms = seconds_to_ms(
         merged.get("retry_backoff", 1.0), f"retry_backoff of job {key!r}", allow_zero=True
     )
+    timeout = merged.get("timeout")
+    timeout_ms = 0 if timeout is None else seconds_to_ms(timeout, f"timeout of job {key!r}")
     return JobOptions(
         ttl_ms=ttl_ms,
         max_attempts=max_attempts,
@@ -120,6 +124,7 @@ def _parse_options(
         retries=retries,
         retry_backoff_ms=backoff_ms,
         payload=merged.get("payload"),
+        timeout_ms=timeout_ms,
     )
 
 

@@ -180,7 +180,8 @@ class CronRunner(SchedulerLoop):
         """Register ``fn`` to run on ``schedule``; the other registration calls use this.
 
         Options: ``key`` (default ``module.qualname``), ``ttl``, ``max_attempts``,
-        ``overlap``, ``catch_up``, ``jitter``, ``retries``, ``retry_backoff``, ``payload``.
+        ``overlap``, ``catch_up``, ``jitter``, ``retries``, ``retry_backoff``, ``timeout``,
+        ``payload`` (see docs/concepts.md, "Job options").
         Raises ConfigurationError (naming the value) for anything invalid, before any
         Redis work.
         """

@@ -55,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add.add_argument("--catch-up", type=float, metavar="SECONDS")
     add.add_argument("--jitter", type=float, metavar="SECONDS")
     add.add_argument("--retries", type=int)
+    add.add_argument("--timeout", type=float, metavar="SECONDS", help="cancel a run after this")
     add.set_defaults(handler=run_add)
 
     listing = sub.add_parser("list", help="list schedules")
@@ -90,6 +91,7 @@ def run_add(args: argparse.Namespace) -> int:
             catch_up=args.catch_up,
             jitter=args.jitter,
             retries=args.retries,
+            timeout=args.timeout,
         )
     except (ValueError, TypeError) as error:  # ConfigurationError is a ValueError
         raise CliError(str(error), EXIT_USAGE) from None
