@@ -297,17 +297,7 @@ class SchedulerLoop:
             logger.debug(
                 "cronlock: won job %r slot %d attempt %d", job.key, entry.slot_ms, reply.attempt
             )
-            run = Run(
-                cast("CronRunner", self),
-                job,
-                state_key=job_key(self.prefix, job.key),
-                owner=entry.owner,
-                reply=reply,
-                sent_at=sent_at,
-                slot_ms=entry.slot_ms,
-                start_ms=entry.start_ms if entry.early else 0,
-            )
-            return self._launch(run, inline)
+            return self._launch(self._run_of(entry, reply, sent_at), inline)
         if status == _claims.TAKEN:
             self._stats.add("claims_lost")
             # Look again when the holder's lease would lapse: one round trip per lease period.
@@ -365,16 +355,20 @@ class SchedulerLoop:
             ),
             ErrorContext(job.key, "acquire", entry.slot_ms, reply.attempt),
         )
-        run = Run(
+        self._run_of(entry, reply, sent_at).handover()
+
+    def _run_of(self, entry: _Entry, reply: _claims.ClaimReply, sent_at: float) -> Run:
+        """The run a won claim starts (an early one waits for its boundary)."""
+        return Run(
             cast("CronRunner", self),
-            job,
-            state_key=job_key(self.prefix, job.key),
+            entry.job,
+            state_key=job_key(self.prefix, entry.job.key),
             owner=entry.owner,
             reply=reply,
             sent_at=sent_at,
             slot_ms=entry.slot_ms,
+            start_ms=entry.start_ms if entry.early else 0,
         )
-        run.handover()
 
     def _launch(self, run: Run, inline: bool) -> int:
         """Start renewing a won run's lease and call its handler (a worker, or inline)."""
