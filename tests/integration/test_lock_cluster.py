@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
 import pytest
 from redis.cluster import RedisCluster
 
-from cronlock import LockLost, LockNotAcquired, RedisLock, inspect, redis_lock
+from cronlock import LockLost, LockNotAcquired, RedisLock, _forksafe, inspect, redis_lock
 from cronlock._keys import LockKeys
 from cronlock.testing import wait_until
 from tests.cluster import cluster_client, cluster_nodes
@@ -68,3 +69,23 @@ def test_lost_lock_on_cluster(cluster_client: RedisCluster) -> None:
     with pytest.raises(LockLost), redis_lock(cluster_client, "alpha", ttl=0.3, renew=True) as lock:  # noqa: PT012 - the block's exit is under test
         cluster_client.set(keys.lock, "thief")
         assert lock.lost.wait(5)
+
+
+def test_a_renewing_hold_on_a_cluster_has_every_node_pool_held_across_fork(
+    cluster_client: RedisCluster,
+) -> None:
+    """Fork safety reaches a cluster client's per-node pools (the renewal thread may be
+    inside any of them), and a child forked during such a hold can use the cluster."""
+    with redis_lock(cluster_client, "alpha", ttl=5, renew=True):
+        held_across_fork = _forksafe._locks()
+        nodes = [n for n in cluster_client.get_nodes() if n.redis_connection is not None]
+        assert len(held_across_fork) >= len(nodes) >= 3
+        pid = os.fork()
+        if pid == 0:  # the child: never return into pytest
+            code = 1
+            try:
+                code = 0 if cluster_client.ping(target_nodes=RedisCluster.ALL_NODES) else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
