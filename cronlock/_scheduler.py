@@ -25,6 +25,7 @@ import random
 import secrets
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -96,10 +97,12 @@ class SchedulerLoop:
     runner_id: str
     observers: tuple[object, ...]
     replication: Optional[_claims.Replication]
+    max_workers: int
     _jobs: dict[str, Job]
     _stats: StatsCounter
     _cond: threading.Condition
     _heap: list[_Entry]
+    _backlog: deque[_Entry]  # due claims waiting for a free worker of this runner
     _seq: itertools.count[int]
     _seeded: bool
     _stopping: bool
@@ -160,12 +163,14 @@ class SchedulerLoop:
                 if self._stopping:
                     return
                 now_ms = self._now_ms()
+                batch = self._from_backlog(now_ms)
                 claim_at = self._heap[0].due_ms - CLAIM_LEAD_MS if self._heap else None
-                if claim_at is None or claim_at > now_ms:
+                if claim_at is not None and claim_at <= now_ms:
+                    batch += self._pop_due(now_ms + CLAIM_LEAD_MS)
+                elif not batch:
                     wait = (claim_at - now_ms) / 1000 if claim_at is not None else MAX_SLEEP_S
-                    self._cond.wait(min(wait, MAX_SLEEP_S))
+                    self._cond.wait(min(wait, MAX_SLEEP_S))  # or until a worker is free
                     continue
-                batch = self._pop_due(now_ms + CLAIM_LEAD_MS)
             try:
                 self._process(batch, now_ms, inline=False)
             except Exception:  # the scheduler thread must never die
@@ -198,6 +203,8 @@ class SchedulerLoop:
                     entry.slot_ms = slot
                     entry.kind = "claim"
                 claims.append(entry)
+            if not inline:
+                claims = self._within_capacity(claims)
         # Every claim first, then the runs: starting handlers between chunks would let the
         # worker threads compete with the claims for the GIL (10,000 jobs due together).
         answered: list[tuple[_Entry, _claims.ClaimReply, float]] = []
@@ -210,6 +217,47 @@ class SchedulerLoop:
         return sum(
             self._on_reply(entry, reply, inline, sent_at) for entry, reply, sent_at in answered
         )
+
+    def _within_capacity(self, claims: list[_Entry]) -> list[_Entry]:
+        """The claims to send now: as many as this runner has idle workers.
+
+        A replica that won more slots than it has workers would start the rest late
+        (and their next slots would find them busy) while other replicas' workers sat
+        idle. The others wait in the backlog, in order, for a worker of this runner to
+        be free; meanwhile a replica with idle workers claims them. Called under the lock.
+        """
+        idle = self.max_workers - len(self._running)
+        if len(claims) <= idle:
+            return claims
+        send, wait = claims[: max(idle, 0)], claims[max(idle, 0) :]
+        for entry in wait:
+            entry.early = False  # claimed after its boundary now
+        self._backlog.extend(wait)
+        logger.debug("cronlock: %d claim(s) wait for a free worker", len(wait))
+        return send
+
+    def _from_backlog(self, now_ms: int) -> list[_Entry]:
+        """Backlog claims for this runner's idle workers; those past catch-up are dropped
+        (another replica has run them, or nobody had a worker in time). Under the lock."""
+        idle = self.max_workers - len(self._running)
+        batch: list[_Entry] = []
+        while self._backlog and len(batch) < idle:
+            entry = self._backlog.popleft()
+            options = entry.job.options
+            late_ms = now_ms - entry.slot_ms
+            allowed = options.catch_up_ms + options.jitter_ms + SCHEDULING_SLACK_MS
+            if entry.kind == "claim" and late_ms > allowed:
+                self._stats.add("slots_no_worker")
+                logger.info(
+                    "cronlock: job %r slot %d not claimed here: no worker of this runner was "
+                    "free within catch-up (max_workers=%d)",
+                    entry.job.key,
+                    entry.slot_ms,
+                    self.max_workers,
+                )
+                continue
+            batch.append(entry)
+        return batch
 
     def _due_slot(self, job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
         """The slot to claim for an entry popped at ``now_ms``; None if missed for good.
@@ -413,3 +461,9 @@ class SchedulerLoop:
     def _run_ended(self, run: Run) -> None:
         with self._cond:
             self._running.discard(run)
+            # Wake the scheduler for waiting claims once half the workers (or enough for
+            # the whole backlog) are free: claims go in batches, not one round trip each.
+            if self._backlog:
+                idle = self.max_workers - len(self._running)
+                if idle >= min(len(self._backlog), max(1, self.max_workers // 2)):
+                    self._cond.notify()

@@ -25,6 +25,7 @@ import secrets
 import socket
 import threading
 import weakref
+from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -70,7 +71,10 @@ class CronRunner(SchedulerLoop):
         prefix: namespace of every key; replicas of one app must share it.
         default_ttl: lease length (seconds) for jobs that do not set ``ttl``.
         clock: where wall time comes from (see :mod:`cronlock.clock`).
-        max_workers: handlers that may run at once in this process.
+        max_workers: handlers that may run at once in this process; also how many due
+            slots it claims at once: a slot waits to be claimed until a worker is free,
+            so replicas with idle workers take the rest (one that finds no free worker
+            within the slot's catch-up leaves it to them).
         max_attempts: default bound on takeovers of one slot.
         overlap: default overlap policy, ``"skip"``, ``"allow"`` or ``"replace"``.
         on_error: ``on_error(error, context)``; by default errors are logged.
@@ -155,6 +159,7 @@ class CronRunner(SchedulerLoop):
     def _init_threading_state(self) -> None:
         self._cond = threading.Condition(threading.RLock())
         self._heap: list[_Entry] = []
+        self._backlog: deque[_Entry] = deque()
         self._seq = itertools.count()
         self._seeded = False
         self._stopping = False
@@ -369,6 +374,7 @@ class CronRunner(SchedulerLoop):
             self._pool = None
             self._seeded = False
             self._heap.clear()
+            self._backlog.clear()
 
     @property
     def running(self) -> bool:
