@@ -65,14 +65,23 @@ def test_due_slots_spread_over_replicas_by_their_idle_workers(client: redis.Redi
     assert sorted(name for name, _ in blocking.runs) == ["a", "a", "b", "b"]
 
 
+def _lone_runner(
+    client: redis.Redis, prefix: str, clock: FakeClock, blocking: Blocking, *, catch_up: float
+) -> CronRunner:
+    """A runner with one worker and two hourly jobs, both due now."""
+    runner = CronRunner(client, prefix=prefix, clock=clock, max_workers=1, default_ttl=30)
+    for i in range(2):
+        runner.add_job(
+            blocking.handler("a"), IntervalSchedule(3600), key=f"job{i}", catch_up=catch_up
+        )
+    return runner
+
+
 def test_a_lone_runner_runs_waiting_slots_as_workers_free_up(client: redis.Redis) -> None:
     """One worker, two slots due: the second is claimed and run when the first ends."""
     prefix = f"cap-b-{id(client)}"
     blocking = Blocking()
-    clock = FakeClock(T0 + 0.5)
-    runner = CronRunner(client, prefix=prefix, clock=clock, max_workers=1, default_ttl=30)
-    for i in range(2):
-        runner.add_job(blocking.handler("a"), IntervalSchedule(3600), key=f"job{i}", catch_up=60)
+    runner = _lone_runner(client, prefix, FakeClock(T0 + 0.5), blocking, catch_up=60)
     try:
         runner.start()
         wait_until(lambda: len(blocking.runs) == 1, timeout=5)
@@ -91,9 +100,7 @@ def test_a_slot_no_worker_was_free_for_within_catch_up_is_left(client: redis.Red
     prefix = f"cap-c-{id(client)}"
     blocking = Blocking()
     clock = FakeClock(T0 + 0.5)
-    runner = CronRunner(client, prefix=prefix, clock=clock, max_workers=1, default_ttl=30)
-    for i in range(2):
-        runner.add_job(blocking.handler("a"), IntervalSchedule(3600), key=f"job{i}", catch_up=5)
+    runner = _lone_runner(client, prefix, clock, blocking, catch_up=5)
     try:
         runner.start()
         wait_until(lambda: len(blocking.runs) == 1, timeout=5)
