@@ -461,9 +461,7 @@ class SchedulerLoop:
     def _run_ended(self, run: Run) -> None:
         with self._cond:
             self._running.discard(run)
-            # Wake the scheduler for waiting claims once half the workers (or enough for
-            # the whole backlog) are free: claims go in batches, not one round trip each.
             if self._backlog:
-                idle = self.max_workers - len(self._running)
-                if idle >= min(len(self._backlog), max(1, self.max_workers // 2)):
-                    self._cond.notify()
+                # A worker is free for a waiting claim. (While the scheduler is busy this
+                # is a no-op, so under load the waiting claims still go out in batches.)
+                self._cond.notify()

@@ -112,3 +112,24 @@ def test_a_slot_no_worker_was_free_for_within_catch_up_is_left(client: redis.Red
         runner.stop(timeout=5)
     assert [key for _, key in blocking.runs] == ["job0"]
     assert client.hget(f"{prefix}:job:{{job1}}", "status") is None
+
+
+def test_each_freed_worker_takes_the_next_waiting_claim(client: redis.Redis) -> None:
+    """Four workers, three held by long runs: short slots waiting behind them run one by
+    one in the one free worker, not when many workers are free."""
+    prefix = f"cap-d-{id(client)}"
+    blocking = Blocking()
+    quick: list[str] = []
+    runner = CronRunner(client, prefix=prefix, clock=FakeClock(T0 + 0.5), max_workers=4)
+    for i in range(3):
+        runner.add_job(blocking.handler("a"), IntervalSchedule(3600), key=f"long{i}")
+    for i in range(3):
+        runner.add_job(quick.append, IntervalSchedule(3600), key=f"quick{i}", args=(f"q{i}",))
+    try:
+        runner.start()
+        wait_until(lambda: len(quick) == 3, timeout=5)
+        assert len(blocking.runs) == 3  # the long runs are still going
+    finally:
+        blocking.release.set()
+        runner.stop(timeout=5)
+    assert quick == ["q0", "q1", "q2"]
