@@ -419,9 +419,18 @@ class SchedulerLoop:
         )
 
     def _launch(self, run: Run, inline: bool) -> int:
-        """Start renewing a won run's lease and call its handler (a worker, or inline)."""
+        """Start renewing a won run's lease and call its handler (a worker, or inline).
+
+        A claim won while the runner is stopping is handed over at once: ``stop()`` has
+        already cancelled the runs it knew of and would neither cancel nor await this one.
+        """
         with self._cond:
-            self._running.add(run)
+            stopping = self._stopping and not inline
+            if not stopping:
+                self._running.add(run)
+        if stopping:
+            run.handover()
+            return 0
         run.start_renewal()
         if inline or self._pool is None:
             run.execute()

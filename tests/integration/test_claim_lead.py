@@ -98,10 +98,41 @@ def test_a_stop_before_the_boundary_hands_the_slot_back_unrun(client: redis.Redi
     runs: list[Any] = []
     clock = FakeClock(EARLY)
     runner = _runner(client, prefix, clock, runs).start()
+    # The claim is in Redis; its run may or may not have reached a worker yet (the
+    # scheduler thread launches it after the reply): either way stop() hands it back.
     wait_until(lambda: _state(client, prefix).get("status") == "running", timeout=5)
     runner.stop(timeout=5)
     assert runs == []
-    assert runner.statistics().runs_cancelled == 1
     state = _state(client, prefix)
     server_ms = int(client.time()[0]) * 1000
     assert int(state["lease"]) <= server_ms + 1000  # handed over, not held for the 30 s ttl
+
+
+def test_a_claim_won_while_stopping_is_handed_over_not_run(client: redis.Redis) -> None:
+    """stop() lands between a claim's reply and its launch: the run never starts and its
+    lease ends at once (before, it ran in a worker after stop() had returned)."""
+    prefix = f"lead-d-{id(client)}"
+    runs: list[Any] = []
+    clock = FakeClock(T0 + 10 + 0.001)  # the slot is due: no early claim, no wait
+    stopper: list[threading.Thread] = []
+
+    class StopOnWin:
+        def claimed(self, key: str, slot_ms: int, status: str, runner_id: str) -> None:
+            if status == "won" and not stopper:  # the scheduler thread, before _launch
+                stopper.append(threading.Thread(target=runner.stop, kwargs={"timeout": 5}))
+                stopper[0].start()
+                wait_until(lambda: runner._stopping, timeout=5)
+
+    runner = CronRunner(client, prefix=prefix, clock=clock, default_ttl=30, observers=[StopOnWin()])
+    runner.add_job(
+        lambda ctx: runs.append(ctx.slot_ms), IntervalSchedule(10), key="job", catch_up=5
+    )
+    runner.start()
+    wait_until(lambda: bool(stopper), timeout=5)
+    stopper[0].join(10)
+    assert not runner.running
+    threading.Event().wait(0.2)  # a run handed to a worker would have started by now
+    assert runs == []
+    state = _state(client, prefix)
+    assert state["status"] == "running"  # handed over, not finished: another replica runs it
+    assert int(state["lease"]) <= int(client.time()[0]) * 1000 + 1000
