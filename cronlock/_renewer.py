@@ -7,10 +7,12 @@ makes python-redis-lock and pottery 2-4x slower than a bare ``SET NX``); a heap 
 one push.
 
 Limits: renewals run one after another, so a Redis call that hangs delays the others
-by up to the client's socket timeout. Give clients a ``socket_timeout``.
+by up to the client's socket timeout (forever without one). Deadlines that need no
+Redis call (a lease running out, a job's timeout) therefore sit on a second heap with
+its own thread, :func:`get_deadlines`, which a stuck renewal cannot hold up.
 
-Fork: the thread does not exist in a forked child. The child gets a fresh, empty
-renewer on first use, so a lease held by the parent is never renewed (nor released)
+Fork: the threads do not exist in a forked child. The child gets fresh, empty
+heaps on first use, so a lease held by the parent is never renewed (nor released)
 by the child: it stays the parent's.
 """
 
@@ -40,7 +42,8 @@ class Renewable(Protocol):
 class Renewer:
     """A heap of (due time, item) served by one daemon thread, started on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "cronlock-renewer") -> None:
+        self._name = name
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Renewable]] = []
         self._seq = itertools.count()
@@ -52,9 +55,7 @@ class Renewer:
         with self._cond:
             heapq.heappush(self._heap, (due, next(self._seq), item))
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="cronlock-renewer", daemon=True
-                )
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
             elif self._heap[0][2] is item:
                 self._cond.notify()
@@ -81,23 +82,32 @@ class Renewer:
                     heapq.heappush(self._heap, (nxt, next(self._seq), item))
 
 
-_renewer: Optional[Renewer] = None
-_renewer_lock = threading.Lock()
+_heaps: dict[str, Renewer] = {}
+_heaps_lock = threading.Lock()
+
+
+def _heap(name: str) -> Renewer:
+    with _heaps_lock:
+        heap = _heaps.get(name)
+        if heap is None or heap._pid != os.getpid():
+            heap = _heaps[name] = Renewer(name)
+        return heap
 
 
 def get_renewer() -> Renewer:
-    """This process's renewer (a new one after ``fork()``)."""
-    global _renewer  # noqa: PLW0603 - one per process is the point
-    with _renewer_lock:
-        if _renewer is None or _renewer._pid != os.getpid():
-            _renewer = Renewer()
-        return _renewer
+    """This process's renewer: items that call Redis (a new one after ``fork()``)."""
+    return _heap("cronlock-renewer")
+
+
+def get_deadlines() -> Renewer:
+    """This process's deadline heap: items that must never wait for Redis."""
+    return _heap("cronlock-deadlines")
 
 
 def _after_fork_in_child() -> None:
-    global _renewer, _renewer_lock  # noqa: PLW0603
-    _renewer = None
-    _renewer_lock = threading.Lock()  # the parent's may have been held at the fork
+    global _heaps_lock  # noqa: PLW0603
+    _heaps.clear()
+    _heaps_lock = threading.Lock()  # the parent's may have been held at the fork
 
 
 if hasattr(os, "register_at_fork"):

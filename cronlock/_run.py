@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Optional
 from redis.exceptions import RedisError
 
 from cronlock import _claims
-from cronlock._renewer import get_renewer
+from cronlock._renewer import get_deadlines, get_renewer
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import JobCancelled, JobTimeout
 from cronlock.observers import RunRecord, format_traceback, notify
@@ -59,7 +59,8 @@ class Run:
         self.state_key = state_key
         self.owner = owner
         self.lease_s = job.options.ttl_ms / 1000
-        # Measured from before the claim was sent, so our idea of the deadline is never late.
+        # ``sent_at`` is the time.monotonic() taken before the claim was sent, so our idea
+        # of the deadline is never later than Redis's.
         self.deadline = sent_at + self.lease_s
         self.ctx = JobContext(
             key=job.key,
@@ -81,10 +82,11 @@ class Run:
 
     def start_renewal(self) -> None:
         get_renewer().schedule(self, time.monotonic() + self.lease_s / 3)
+        get_deadlines().schedule(_LeaseWatch(self), self.deadline)
 
     def renew_due(self) -> Optional[float]:
         with self._lock:
-            if self._closed:
+            if self._closed or self.lost:
                 return None
         sent = time.monotonic()
         try:
@@ -113,7 +115,10 @@ class Run:
         return sent + self.lease_s / 3
 
     def _lose(self, why: str) -> None:
-        self.lost = True
+        with self._lock:
+            if self.lost:  # the lease watch and a failed renewal may both find it
+                return
+            self.lost = True
         self.runner._count("leases_lost")
         logger.warning(
             "cronlock: lost the lease of job %r slot %s attempt %d: %s; cancelling the run",
@@ -143,7 +148,7 @@ class Run:
             self._started = time.monotonic()
             timeout_ms = self.job.options.timeout_ms
             if timeout_ms:
-                get_renewer().schedule(_Timeout(self), self._started + timeout_ms / 1000)
+                get_deadlines().schedule(_Timeout(self), self._started + timeout_ms / 1000)
             if observers:
                 notify(observers, "run_started", self.ctx, started_at)
             outcome = self._call_handler()
@@ -317,8 +322,30 @@ class Run:
         return ErrorContext(self.job.key, phase, self.ctx.slot_ms, self.ctx.attempt)
 
 
+class _LeaseWatch:
+    """A run's lease deadline on the deadline heap: the run is cancelled when it passes,
+    even while a renewal waits on a Redis that does not answer."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def renew_due(self) -> Optional[float]:
+        run = self.run
+        with run._lock:
+            if run._closed or run.lost:
+                return None
+        deadline = run.deadline  # moved on by every renewal that reached Redis in time
+        if time.monotonic() < deadline:
+            return deadline
+        run._lose("its lease ran out before a renewal reached Redis")
+        return None
+
+
 class _Timeout:
-    """A run's timeout, due on the shared renewal thread's heap (no thread per run)."""
+    """A run's timeout, due on the deadline heap (no thread per run, never behind a
+    renewal that waits for Redis)."""
 
     __slots__ = ("run",)
 

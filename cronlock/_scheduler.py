@@ -210,7 +210,8 @@ class SchedulerLoop:
         answered: list[tuple[_Entry, _claims.ClaimReply, float]] = []
         for start in range(0, len(claims), CLAIM_BATCH):
             chunk = claims[start : start + CLAIM_BATCH]
-            sent_at = self.clock.monotonic()
+            # Leases run on real time (Redis's clock), not the injected clock.
+            sent_at = time.monotonic()
             for entry, reply in zip(chunk, self._claim(chunk, now_ms)):
                 if reply is not None:
                     answered.append((entry, reply, sent_at))
