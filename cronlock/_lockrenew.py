@@ -17,7 +17,10 @@ A renewal:
 * on a Redis error, logs a WARNING and retries while the lease may still be valid, and
   marks the lock lost once :meth:`~cronlock.lock.RedisLock.remaining` reaches 0;
 * with ``max_hold``, asks for shorter leases so the lock ends ``max_hold`` after the
-  acquire, then marks it lost if it is still held.
+  acquire, then marks it lost if it is still held;
+* before its first Redis call, arms a :class:`_LeaseWatch` on the deadline heap, which
+  marks the lock lost when the lease runs out even while a renewal hangs on a Redis that
+  does not answer. Holds released before their first renewal (most) never pay for it.
 
 Fork: a forked child starts with no holds, so a lock held by the parent is never
 renewed by the child (it stays the parent's); the child's own holds are renewed by the
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from redis.exceptions import RedisError
 
 from cronlock import _forksafe
-from cronlock._renewer import get_renewer
+from cronlock._renewer import get_deadlines, get_renewer
 
 if TYPE_CHECKING:
     from cronlock.lock import RedisLock
@@ -52,13 +55,14 @@ _COMPACT_AT = 16
 class Renewal:
     """One hold's renewal; stops when the hold ends."""
 
-    __slots__ = ("due", "generation", "interval", "lock")
+    __slots__ = ("due", "generation", "interval", "lock", "watched")
 
     def __init__(self, lock: RedisLock, generation: int, due: float) -> None:
         self.lock = lock
         self.generation = generation
         self.interval = lock.ttl / 3
         self.due = due
+        self.watched = False
 
     def _current(self) -> Optional[str]:
         lock = self.lock
@@ -84,6 +88,9 @@ class Renewal:
         if ttl_ms <= 0:
             lock._mark_lost(f"max_hold={lock._max_hold:g} s reached; renewal stopped")
             return None
+        if not self.watched:
+            self.watched = True
+            get_deadlines().schedule(_LeaseWatch(self), lock._valid_until)
         try:
             ok = lock._extend(token, ttl_ms)
         except RedisError as error:
@@ -113,6 +120,25 @@ class Renewal:
 
     def __repr__(self) -> str:
         return f"Renewal({self.lock!r})"
+
+
+class _LeaseWatch:
+    """A renewing hold's lease deadline on the deadline heap (never waits for Redis)."""
+
+    __slots__ = ("renewal",)
+
+    def __init__(self, renewal: Renewal) -> None:
+        self.renewal = renewal
+
+    def renew_due(self) -> Optional[float]:
+        if self.renewal._current() is None:  # released, re-acquired or already lost
+            return None
+        lock = self.renewal.lock
+        left = lock.remaining()  # moved on by every renewal that reached Redis in time
+        if left > 0:
+            return time.monotonic() + left
+        lock._mark_lost("its lease ran out before a renewal reached Redis")
+        return None
 
 
 class _Ticket:

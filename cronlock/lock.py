@@ -130,7 +130,7 @@ class RedisLock:
         max_hold: with ``renew``, stop renewing so that the lease ends this many seconds
             after acquiring (the lock is then reported lost if still held).
         prefix: namespace of the Redis keys.
-        on_lost: called with this handle (from the renewal thread, or from the thread
+        on_lost: called with this handle (from a cronlock thread, or from the thread
             that releases) the first time the lock is found lost. Exceptions it raises
             are logged, not propagated.
 
