@@ -174,6 +174,7 @@ class RedisLock:
         self._renew = renew
         self._on_lost = on_lost
         self._lost = False
+        self._lost_told = False  # the WARNING and on_lost are done: ``lost`` may be set
         self._lost_event: Optional[threading.Event] = None
         self._renewal: Optional[Renewal] = None
         #: The random token of the current (or last) hold; "" before the first acquire.
@@ -192,12 +193,14 @@ class RedisLock:
     def lost(self) -> threading.Event:
         """Set (never cleared while held) once the lock is found expired or taken.
 
-        A :class:`threading.Event`, created on first use (most holds never need one).
+        A :class:`threading.Event`, created on first use (most holds never need one). It
+        is set after the WARNING is logged and ``on_lost`` has returned, so a thread it
+        wakes sees both done.
         """
         with self._state:
             if self._lost_event is None:
                 self._lost_event = threading.Event()
-                if self._lost:
+                if self._lost_told:
                     self._lost_event.set()
             return self._lost_event
 
@@ -259,7 +262,7 @@ class RedisLock:
             self.token = token
             self.fencing_token = fence
             if self._lost:
-                self._lost = False
+                self._lost = self._lost_told = False
                 if self._lost_event is not None:
                     self._lost_event.clear()
             self._held = True
@@ -340,9 +343,8 @@ class RedisLock:
         with self._state:
             if self._lost:
                 return
-            self._lost = True
-            if self._lost_event is not None:
-                self._lost_event.set()
+            self._lost = True  # held is False and check() raises from here on
+            generation = self._generation
         logger.warning(
             "cronlock: lock %r lost: %s (fencing token %d)", self.key, reason, self.fencing_token
         )
@@ -351,6 +353,13 @@ class RedisLock:
                 self._on_lost(self)
             except Exception:
                 logger.exception("cronlock: on_lost callback for lock %r raised", self.key)
+        with self._state:
+            if self._generation != generation:  # re-acquired meanwhile: a new hold
+                return
+            self._lost_told = True
+            event = self._lost_event
+        if event is not None:
+            event.set()
 
     # -- releasing -------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -198,6 +199,22 @@ def test_renewal_detects_stolen_lock(client: redis.Redis, caplog: pytest.LogCapt
             lock.check()
     assert stored(client, KEYS.lock) == "thief"
     assert any("lost" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_lost_is_set_after_on_lost_has_returned(client: redis.Redis) -> None:
+    """A thread woken by ``lost`` finds ``on_lost`` done, however long it took."""
+    done: list[bool] = []
+
+    def slow_on_lost(_lock: RedisLock) -> None:
+        time.sleep(0.2)
+        done.append(True)
+
+    lock = RedisLock(client, "job", ttl=0.3, renew=True, on_lost=slow_on_lost).acquire()
+    lost = lock.lost  # created before the loss: the renewal thread sets it
+    client.delete(KEYS.lock)
+    assert lost.wait(5)
+    assert done == [True]
+    assert lock.release() is False
 
 
 def test_renewal_detects_deleted_key(client: redis.Redis) -> None:
