@@ -1,6 +1,6 @@
 """The ``schedule`` library's ``every(...)`` DSL, translated into shared slots.
 
-``runner.every(10).minutes.do(fn)`` reads like :mod:`schedule`, but the job runs on
+``runner.every(10).minutes.do(fn)`` reads like `schedule`, but the job runs on
 slots every replica computes alike: intervals sit on the UTC epoch grid (not relative to
 when the process started) and day/weekday jobs become cron in a timezone.
 
@@ -38,8 +38,9 @@ read in the ``.at()`` zone, default UTC), a ``time`` (today, in that zone) or a
 ``timedelta`` (from the clock's now, so replicas may differ by their clock skew near the
 bound). A moment in the past is refused, as in ``schedule``.
 
-Errors carry ``schedule``'s meaning and are :class:`~cronlock.errors.ConfigurationError`
-(``every(2).monday``, ``every(2).minute``, ``.at()`` on seconds or weeks, bad formats).
+Errors carry ``schedule``'s meaning and are
+[`ConfigurationError`][cronlock.errors.ConfigurationError] (``every(2).monday``,
+``every(2).minute``, ``.at()`` on seconds or weeks, bad formats).
 """
 
 from __future__ import annotations

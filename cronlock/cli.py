@@ -33,7 +33,7 @@ other      exec: the command's own exit status
 
 Adding a command: write a module with ``register(subparsers)`` that adds a parser and
 ``set_defaults(handler=run)``, where ``run(args) -> int`` returns the exit status (or
-raises :class:`~cronlock._cli._common.CliError`), and list it in :data:`COMMANDS`.
+raises `CliError`), and list it in `COMMANDS`.
 The CLI configures logging (stderr); the library never does.
 """
 
@@ -83,7 +83,7 @@ def _epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser: global options plus one subparser per module in :data:`COMMANDS`."""
+    """The full parser: global options plus one subparser per module in `COMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="cronlock",
         description="Run scheduled jobs once across replicas, with Redis deciding who runs.",

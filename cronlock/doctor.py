@@ -1,9 +1,9 @@
 """Check that a Redis (or Valkey) server can keep cronlock's promises.
 
-:func:`check_server` runs a list of read-mostly checks and returns one :class:`Check`
-per topic, each ``pass``, ``warn`` or ``fail`` with a one-line explanation. It never
-raises for what the server says: a command refused by an ACL, an unknown reply or a
-dropped connection becomes a ``warn`` or ``fail`` line naming the cause. ``cronlock
+[`check_server`][cronlock.doctor.check_server] runs a list of read-mostly checks and returns one
+[`Check`][cronlock.doctor.Check] per topic, each ``pass``, ``warn`` or ``fail`` with a one-line
+explanation. It never raises for what the server says: a command refused by an ACL, an unknown reply
+or a dropped connection becomes a ``warn`` or ``fail`` line naming the cause. ``cronlock
 doctor`` prints the same list.
 
 ==============  ==========================================================================
@@ -360,8 +360,8 @@ def check_server(
         clock: The clock to compare (default: the system clock).
 
     Returns:
-        One :class:`Check` per topic, in a fixed order. If the server cannot be reached,
-        only the ``reachable`` check (a ``fail``) is returned.
+        One [`Check`][cronlock.doctor.Check] per topic, in a fixed order. If the server cannot be
+        reached, only the ``reachable`` check (a ``fail``) is returned.
     """
     wall = as_clock(clock)
     started = time.monotonic()

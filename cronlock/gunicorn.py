@@ -6,7 +6,8 @@ Import the hooks into your ``gunicorn.conf.py``; gunicorn finds them by name::
     from cronlock.gunicorn import on_exit, post_fork, post_worker_init, when_ready, worker_exit
 
 The hooks act on the runners they *manage*: every runner of the Flask extension
-(:class:`cronlock.flask.CronLock`) and any runner given to :func:`manage`.
+([`cronlock.flask.CronLock`][cronlock.flask.CronLock]) and any runner given to
+[`manage`][cronlock.gunicorn.manage].
 
 Where jobs run:
 

@@ -1,7 +1,7 @@
 """``runner.health()``: is this runner able to do its work right now?
 
 Healthy (``ok``) means: Redis answers ``PING``, and the scheduler thread is alive and
-has woken within :data:`STALL_AFTER_S` (it wakes at least every 5 s, idle or not).
+has woken within `STALL_AFTER_S` (it wakes at least every 5 s, idle or not).
 The operations thread (triggers, dynamic schedules, heartbeat) and dynamic schedules
 without a handler are reported as ``warnings``: they do not stop scheduled jobs.
 

@@ -62,13 +62,15 @@ EVENTS = (
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One entry of a job's run history (newest first from :func:`read_history`).
+    """One entry of a job's run history.
+
+    [`read_history`][cronlock.history.read_history] returns them newest first.
 
     Attributes:
         id: the stream entry id (``"<server ms>-<seq>"``).
         at: when the entry was written (server clock).
         key: the job's key.
-        event: see the table in :mod:`cronlock.history`.
+        event: see the table in [`cronlock.history`][cronlock.history].
         kind: ``"scheduled"`` or ``"manual"`` (a triggered run).
         slot: the scheduled occurrence (for a manual run: when it started).
         attempt, fencing_token, holder: the run's (``"host:pid:runner"`` for holder).
@@ -117,7 +119,8 @@ def _when(value: Optional[str]) -> Optional[datetime]:
 
 
 def parse_entry(key: str, entry_id: Any, raw: Mapping[Any, Any]) -> HistoryEntry:
-    """A stream entry (as redis-py returns it, bytes or str) as a :class:`HistoryEntry`."""
+    """A stream entry (as redis-py returns it, bytes or str) as a
+    [`HistoryEntry`][cronlock.history.HistoryEntry]."""
     f = {text(k): text(v) for k, v in raw.items()}
     eid = text(entry_id)
     duration_ms = _int(f.get("duration_ms"))

@@ -14,9 +14,10 @@ What it guarantees, and what it does not:
   writes batches with ``COPY``.
 * **Bounded memory.** When PostgreSQL is down, rows wait in the buffer (``buffer``
   rows at most) and the writer reconnects with a capped backoff. Once the buffer is
-  full, new rows are dropped and counted in :attr:`PostgresHistory.dropped`, with a
-  WARNING at most once a minute. The log is an audit trail, not a guarantee: rows
-  waiting in memory are lost if the process dies.
+  full, new rows are dropped and counted in
+  [`PostgresHistory.dropped`][cronlock.postgres.PostgresHistory.dropped], with a WARNING at most
+  once a minute. The log is an audit trail, not a guarantee: rows waiting in memory are lost if the
+  process dies.
 * **Fork-aware.** A forked child (gunicorn workers) starts with an empty buffer, no
   writer and no connection: it never touches its parent's socket, and the parent
   alone writes what it had buffered.
@@ -111,7 +112,7 @@ class PostgresHistory:
         table: table name (created if missing).
         schema: schema of the table (created if missing); default: the search path.
         buffer: rows kept in memory while PostgreSQL is slow or down; beyond it new
-            rows are dropped (counted in :attr:`dropped`).
+            rows are dropped (counted in [`dropped`][cronlock.postgres.PostgresHistory.dropped]).
         batch: rows written per ``COPY``.
         flush_interval: seconds a row may wait for a batch to fill before it is written.
         connect_timeout: seconds a connection attempt may take (unless the DSN sets it).

@@ -218,7 +218,7 @@ class CronSchedule(Schedule):
     ``L``, ``W``, ``#`` and ``?`` follow croniter. When both day fields are restricted
     they are OR-ed, unless one starts with ``*`` (AND), as in Debian cron.
 
-    DST (details and table in :mod:`cronlock._cron`): a fixed-time job whose wall time
+    DST (details and table in `cronlock._cron`): a fixed-time job whose wall time
     falls into a spring-forward gap runs once at the end of the gap; in an autumn fold
     it runs once at the first occurrence (``dst_fold="once"``) or at both
     (``dst_fold="both"``). Jobs with ``*`` in the minute or hour field follow real time

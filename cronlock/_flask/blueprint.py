@@ -108,10 +108,10 @@ def make_blueprint(
     """Build the blueprint (see the module docstring for the routes and their rules).
 
     Args:
-        source: the :class:`~cronlock.flask.CronLock` extension, a ``CronRunner``, an
+        source: the [`CronLock`][cronlock.flask.CronLock] extension, a ``CronRunner``, an
             ``Admin``, or a callable returning one (called per request).
         authorize: ``authorize(action) -> bool``, called inside the request for each
-            endpoint with ``action`` in :data:`ACTIONS`. None: reads are open, and
+            endpoint with ``action`` in `ACTIONS`. None: reads are open, and
             mutations need the bearer token ``CRONLOCK_API_TOKEN`` (refused if unset).
         url_prefix: where to mount it.
         name: the blueprint name (change it to mount two).
