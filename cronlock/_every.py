@@ -8,29 +8,27 @@ Translation (``n`` is the argument of ``every``; ``tz`` the ``.at(..., tz)`` zon
 default UTC; ``at()`` times without a zone are **UTC**, where ``schedule`` would use
 the process's local zone, because replicas must agree and never read their local zone):
 
-=========================================  ==============================================
-DSL                                        schedule
-=========================================  ==============================================
-``every(n).seconds``                       ``IntervalSchedule(n)``
-``every(n).minutes``                       ``IntervalSchedule(60 n)``
-``every(n).minutes.at(":SS")``             ``IntervalSchedule(60 n, offset=SS)``
-``every(n).hours``                         ``IntervalSchedule(3600 n)``
-``every(n).hours.at("MM:SS" | ":MM")``     ``IntervalSchedule(3600 n, offset=MM*60+SS)``
-``every().hour.at(":MM", tz)``             ``CronSchedule("MM * * * *", tz)`` (6 fields if SS)
-``every(n).hours.at(.., tz)``, 24 % n = 0  ``CronSchedule("MM */n * * *", tz)``
-``every().day``                            ``IntervalSchedule(86400)`` (00:00 UTC)
-``every().day.at("HH:MM[:SS]", tz)``       ``CronSchedule("MM HH * * *", tz)`` (+ SS last)
-``every(n).days``                          ``IntervalSchedule(86400 n)``: every n-th day
-                                           counted from 1970-01-01 UTC
-``every(n).days.at("HH:MM[:SS]")``         ``IntervalSchedule(86400 n, offset=HH:MM:SS)``
-                                           (UTC only; another tz is refused)
-``every(n).weeks``                         ``IntervalSchedule(604800 n, offset=4 days)``:
-                                           Mondays 00:00 UTC (1970-01-01 was a Thursday)
-``every().monday[.at("HH:MM", tz)]``       ``CronSchedule("MM HH * * 1", tz)`` (00:00 default)
-``... .until(moment)``                     ``UntilSchedule(schedule, moment)``
-``... .to(m)``                             refused: a random interval cannot be shared
-``... .tag(*tags)``                        tags passed to the runner
-=========================================  ==============================================
+| DSL | schedule |
+|---|---|
+| ``every(n).seconds`` | ``IntervalSchedule(n)`` |
+| ``every(n).minutes`` | ``IntervalSchedule(60 n)`` |
+| ``every(n).minutes.at(":SS")`` | ``IntervalSchedule(60 n, offset=SS)`` |
+| ``every(n).hours`` | ``IntervalSchedule(3600 n)`` |
+| ``every(n).hours.at("MM:SS")``, ``.at(":MM")`` | ``IntervalSchedule(3600 n, offset=MM*60+SS)`` |
+| ``every().hour.at(":MM", tz)`` | ``CronSchedule("MM * * * *", tz)`` (6 fields if SS) |
+| ``every(n).hours.at(.., tz)``, 24 % n = 0 | ``CronSchedule("MM */n * * *", tz)`` |
+| ``every().day`` | ``IntervalSchedule(86400)`` (00:00 UTC) |
+| ``every().day.at("HH:MM[:SS]", tz)`` | ``CronSchedule("MM HH * * *", tz)`` (+ SS last) |
+| ``every(n).days`` | ``IntervalSchedule(86400 n)``: every n-th day counted from 1970-01-01 UTC |
+| ``every(n).days.at("HH:MM[:SS]")`` | ``IntervalSchedule(86400 n, offset=HH:MM:SS)``, UTC only |
+| ``every(n).weeks`` | ``IntervalSchedule(604800 n, offset=4 days)``: Mondays 00:00 UTC |
+| ``every().monday[.at("HH:MM", tz)]`` | ``CronSchedule("MM HH * * 1", tz)`` (00:00 default) |
+| ``... .until(moment)`` | ``UntilSchedule(schedule, moment)`` |
+| ``... .to(m)`` | refused: a random interval cannot be shared |
+| ``... .tag(*tags)`` | tags passed to the runner |
+
+``every(n).days.at()`` refuses another timezone than UTC. Weeks start on Monday 00:00 UTC
+(1970-01-01 was a Thursday, hence the offset of 4 days).
 
 ``.until()`` accepts what ``schedule`` accepts: an aware datetime, a naive one or a
 string ``"%Y-%m-%d %H:%M[:%S]"``, ``"%Y-%m-%d"``, ``"%H:%M[:%S]"`` (naive values are

@@ -18,16 +18,17 @@ server. While it runs, a test can:
 
 Guarantee and limits: a test tool, not a production proxy. Each connection costs two
 threads; chunks are forwarded as read (no RESP parsing), which on loopback means a
-reply arrives in one chunk. Threads are started only by :meth:`TcpProxy.start`, never
-at import.
+reply arrives in one chunk. Threads are started only by
+[`TcpProxy.start`][cronlock.testing.TcpProxy.start], never at import.
 
-Example::
-
+Example:
+    ```python
     proxy = TcpProxy(("127.0.0.1", server.port)).start()
     client = redis.Redis(port=proxy.port, socket_timeout=0.5)
     proxy.partition()   # client calls now time out
     proxy.heal()
     proxy.stop()
+    ```
 """
 
 from __future__ import annotations

@@ -74,10 +74,11 @@ class CallableClock(SystemClock):
 class FakeClock:
     """A clock that moves only when told to; for driving ``run_pending()`` in tests.
 
-    Example::
-
+    Example:
+        ```python
         clock = FakeClock(1_700_000_000.0)
         clock.advance(30)
+        ```
     """
 
     def __init__(self, start: float = 1_700_000_000.0) -> None:

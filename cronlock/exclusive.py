@@ -1,7 +1,7 @@
 """``@exclusive``: run a function on one process cluster-wide at a time; ``configure``.
 
-Example::
-
+Example:
+    ```python
     cronlock.configure(client=redis.Redis.from_url("redis://localhost:6379/0"))
 
     @exclusive("nightly-import", ttl=600)
@@ -9,6 +9,7 @@ Example::
         ...
 
     nightly_import()   # runs here, or returns None (INFO log) if running elsewhere
+    ```
 
 The client is, in order: the ``client=`` argument, the one given to
 [`configure`][cronlock.exclusive.configure], or one made from ``$CRONLOCK_REDIS_URL`` (else

@@ -4,8 +4,8 @@ Jobs are registered on the extension with the runner's decorators; each app the
 extension is initialised on gets its own [`CronRunner`][cronlock.runner.CronRunner] (kept in
 ``app.extensions["cronlock"]``), and every handler runs inside ``app.app_context()``.
 
-Example::
-
+Example:
+    ```python
     from flask import Flask
     from cronlock.flask import CronLock
 
@@ -20,6 +20,7 @@ Example::
         app.config["CRONLOCK_REDIS_URL"] = "redis://localhost:6379/0"
         cronlock.init_app(app)                # registers the jobs; starts nothing by default
         return app
+    ```
 
 Threads: ``init_app`` starts none unless ``CRONLOCK_AUTOSTART`` is true, and even then
 not in the Werkzeug reloader's watcher process, nor under ``flask`` CLI commands other
@@ -121,8 +122,8 @@ class CronLock:
     later; jobs registered after are attached to the apps already initialised too.
     The extension keeps no reference to an app (state lives in ``app.extensions``).
 
-    Example::
-
+    Example:
+        ```python
         cronlock = CronLock()
 
         @cronlock.interval(seconds=30, key="heartbeat")
@@ -131,6 +132,7 @@ class CronLock:
 
         cronlock.init_app(app)
         cronlock.start(app)            # or CRONLOCK_AUTOSTART=True, or the gunicorn hooks
+        ```
     """
 
     def __init__(
@@ -471,11 +473,12 @@ def management_blueprint(
     Guarantees: no state changes on GET; POST bodies must be JSON (else 415); invalid
     input answers 400 with the message the Python API raises; unknown jobs 404.
 
-    Example::
-
+    Example:
+        ```python
         app.register_blueprint(
             management_blueprint(cronlock, authorize=lambda action: current_user.is_admin)
         )
+        ```
     """
     return make_blueprint(
         source, authorize=authorize, url_prefix=url_prefix, name=name, title=title

@@ -8,11 +8,12 @@ without a handler are reported as ``warnings``: they do not stop scheduled jobs.
 Meant for liveness/readiness probes: cheap (one PING, bounded by the client's socket
 timeout), never raises.
 
-Example::
-
+Example:
+    ```python
     report = runner.health()
     if not report.ok:
         print(report.problems)
+    ```
 """
 
 from __future__ import annotations

@@ -3,19 +3,17 @@
 Every state change of a job's runs is one entry of the stream ``P:history:{KEY}``,
 appended by the claim, trigger and finish scripts themselves (no extra round trip):
 
-=============  ======================================================================
-event          meaning
-=============  ======================================================================
-``running``    a replica won the slot (``kind`` ``scheduled``) or a trigger (``manual``)
-``succeeded``  the handler returned
-``failed``     the handler raised (after its retries); ``error_type``, ``traceback``
-``cancelled``  the runner stopped while the handler ran; the lease was handed over
-``taken_over`` this attempt's lease lapsed (owner died or froze); the next attempt follows
-``abandoned``  the lease lapsed again after ``max_attempts``: the slot is marked failed
-``expired``    the run never finished and a newer slot started (overlap ``skip``/``allow``)
-``replaced``   overlap ``replace``: a newer slot cut this run short
-``skipped``    a trigger was dropped (``reason`` ``paused`` or ``busy``)
-=============  ======================================================================
+| event          | meaning                                                                      |
+|----------------|------------------------------------------------------------------------------|
+| ``running``    | a replica won the slot (``kind`` ``scheduled``) or a trigger (``manual``)    |
+| ``succeeded``  | the handler returned                                                         |
+| ``failed``     | the handler raised (after its retries); ``error_type``, ``traceback``        |
+| ``cancelled``  | the runner stopped while the handler ran; the lease was handed over          |
+| ``taken_over`` | this attempt's lease lapsed (owner died or froze); the next attempt follows  |
+| ``abandoned``  | the lease lapsed again after ``max_attempts``: the slot is marked failed     |
+| ``expired``    | the run never finished and a newer slot started (overlap ``skip``/``allow``) |
+| ``replaced``   | overlap ``replace``: a newer slot cut this run short                         |
+| ``skipped``    | a trigger was dropped (``reason`` ``paused`` or ``busy``)                    |
 
 Retention: ``CronRunner(history_max=1000, history_max_age=timedelta(days=7))`` caps
 each stream by count (exact ``MAXLEN``) and by age (``MINID`` from the entry ids, which

@@ -25,17 +25,20 @@ token is kept in the lock's fence key, which outlives the lock by 60 s
 longer used; after that, Redis's clock alone keeps tokens increasing, as long as the
 server's clock does not step back by more than those 60 s.
 
-A race that compare-and-delete prevents, as a timeline::
+A race that compare-and-delete prevents, as a timeline:
 
-    1. A acquires (token a, ttl 10 s), then freezes for 12 s.
-    2. The key expires; B acquires (token b).
-    3. A wakes and releases: the script sees b != a and deletes nothing (reply 0),
-       A's handle reports the lock lost, and B keeps its lock.
+```text
+1. A acquires (token a, ttl 10 s), then freezes for 12 s.
+2. The key expires; B acquires (token b).
+3. A wakes and releases: the script sees b != a and deletes nothing (reply 0),
+   A's handle reports the lock lost, and B keeps its lock.
+```
 
-Example::
-
+Example:
+    ```python
     with redis_lock(client, "billing:close-month", ttl=30, wait=5) as lock:
         write_invoices(fence=lock.fencing_token)
+    ```
 """
 
 from __future__ import annotations
@@ -458,12 +461,14 @@ def redis_lock(
 ) -> RedisLock:
     """A lock to use in a ``with`` block; it acquires on entry and releases on exit.
 
-    Arguments are :class:`RedisLock`'s, all checked before anything is sent to Redis.
+    Arguments are [`RedisLock`][cronlock.lock.RedisLock]'s, all checked before anything is sent to
+    Redis.
 
-    Example::
-
+    Example:
+        ```python
         with redis_lock(client, "reports:daily", ttl=30, renew=True) as lock:
             build_report(fence=lock.fencing_token)
+        ```
     """
     return RedisLock(
         client,

@@ -1,10 +1,12 @@
 """PostgreSQL audit log of runs: an observer that copies every finished run into a table.
 
 Install the extra (``pip install "cronlock[postgres]"``, psycopg 3) and pass an instance
-to the runner::
+to the runner:
 
-    history = PostgresHistory("postgresql://app@db/app")
-    runner = CronRunner(client, prefix="myapp", observers=[history])
+```python
+history = PostgresHistory("postgresql://app@db/app")
+runner = CronRunner(client, prefix="myapp", observers=[history])
+```
 
 What it guarantees, and what it does not:
 
@@ -25,23 +27,25 @@ What it guarantees, and what it does not:
   takeover appears as the next attempt of the same slot.
 
 The table (created with ``CREATE TABLE IF NOT EXISTS`` under an advisory lock, so many
-replicas starting at once do not race; an existing table is used as it is)::
+replicas starting at once do not race; an existing table is used as it is):
 
-    id             bigserial primary key
-    job            text         the job's key
-    slot           timestamptz  the scheduled occurrence
-    attempt        integer      1, or 2+ after a takeover
-    fencing_token  bigint
-    owner          text         "host:pid:runner-id"
-    runner_id      text
-    status         text         succeeded | failed | cancelled | lost
-    started_at     timestamptz
-    finished_at    timestamptz
-    duration       double precision  seconds
-    error_type     text         exception class name of a failed run, else null
-    traceback      text         its traceback (last 4000 characters), else null
+```text
+id             bigserial primary key
+job            text         the job's key
+slot           timestamptz  the scheduled occurrence
+attempt        integer      1, or 2+ after a takeover
+fencing_token  bigint
+owner          text         "host:pid:runner-id"
+runner_id      text
+status         text         succeeded | failed | cancelled | lost
+started_at     timestamptz
+finished_at    timestamptz
+duration       double precision  seconds
+error_type     text         exception class name of a failed run, else null
+traceback      text         its traceback (last 4000 characters), else null
 
-    indexes: (job, started_at) and (started_at)
+indexes: (job, started_at) and (started_at)
+```
 """
 
 from __future__ import annotations
@@ -117,13 +121,14 @@ class PostgresHistory:
         flush_interval: seconds a row may wait for a batch to fill before it is written.
         connect_timeout: seconds a connection attempt may take (unless the DSN sets it).
 
-    Example::
-
+    Example:
+        ```python
         history = PostgresHistory("postgresql://app@db/app", schema="ops")
         runner = CronRunner(client, observers=[history])
         ...
         history.read(job="sync-users", limit=10)   # newest first
         history.close(timeout=5)                   # flush before exit (also at exit)
+        ```
     """
 
     def __init__(

@@ -4,8 +4,8 @@ A runner owns one scheduler thread that sleeps on a heap of next slots (it never
 every job), a bounded pool of worker threads for handlers, and uses the process's shared
 renewal thread for the leases of running handlers.
 
-Example::
-
+Example:
+    ```python
     runner = CronRunner(client, prefix="myapp", default_ttl=60)
 
     @runner.cron("*/5 * * * *", key="sync-users", ttl=120, timezone="Europe/Athens")
@@ -13,6 +13,7 @@ Example::
         ...
 
     runner.start()
+    ```
 """
 
 from __future__ import annotations
@@ -265,16 +266,18 @@ class CronRunner(SchedulerLoop):
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator: register a handler by name, for schedules added at runtime.
 
-        Operators give the task schedules with :meth:`cronlock.Admin.add_schedule`
-        (or ``cronlock schedule add``); every runner that has the task picks them up
-        within ``poll_interval`` (at once through pub/sub while connected). The
-        schedule's JSON payload is ``ctx.payload``. See :mod:`cronlock._dynamic`.
+        Operators give the task schedules with
+        [`cronlock.Admin.add_schedule`][cronlock.admin.Admin.add_schedule] (or ``cronlock schedule
+        add``); every runner that has the task picks them up within ``poll_interval`` (at once
+        through pub/sub while connected). The schedule's JSON payload is ``ctx.payload``. See
+        `cronlock._dynamic`.
 
-        Example::
-
+        Example:
+            ```python
             @runner.task("reindex")
             def reindex(ctx):
                 print(ctx.payload)
+            ```
         """
         return self.tasks.decorator(name)
 
