@@ -130,7 +130,7 @@ class _LeaseWatch:
     def __init__(self, renewal: Renewal) -> None:
         self.renewal = renewal
 
-    def renew_due(self) -> Optional[float]:
+    def deadline_passed(self) -> Optional[float]:
         if self.renewal._current() is None:  # released, re-acquired or already lost
             return None
         lock = self.renewal.lock
@@ -254,6 +254,4 @@ def _after_fork_in_child() -> None:
 
 
 _forksafe.clients_from(HOLDS.clients)  # their pools are held across fork()
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_forksafe.on_fork(_forksafe.Phase.STATE, after_in_child=_after_fork_in_child)

@@ -19,23 +19,21 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from cronlock._cron import zone_key
 from cronlock._jsonable import jsonable
-from cronlock._keys import job_key, job_registry_key, pause_all_key, runner_key
-from cronlock._scripts import text
 from cronlock._version import __version__
 from cronlock.context import ms_to_datetime
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
 if TYPE_CHECKING:
-    from cronlock.runner import CronRunner
+    from cronlock.job import Job
 
 HEARTBEAT_TTL_S = 30
-SCAN_LIMIT = 10_000
 
 
 def schedule_spec(schedule: Schedule, key: str) -> Optional[dict[str, Any]]:
@@ -75,15 +73,17 @@ def schedule_from_spec(spec: Any) -> Optional[Schedule]:
     return None
 
 
-def registry_entries(runner: CronRunner, now_ms: int) -> dict[str, str]:
-    """Job key -> registry JSON for every job of ``runner``."""
+def registry_entries(
+    jobs: Sequence[Job], task_of: Callable[[str], Optional[str]], now_ms: int
+) -> dict[str, str]:
+    """Job key -> registry JSON for every job of a runner."""
     out = {}
-    for job in runner.jobs:
+    for job in jobs:
         out[job.key] = json.dumps(
             {
                 "schedule": job.schedule.describe(),
                 "spec": schedule_spec(job.schedule, job.key),
-                "task": runner.tasks.task_of(job.key),
+                "task": task_of(job.key),
                 "seen": now_ms,
             },
             sort_keys=True,
@@ -91,50 +91,33 @@ def registry_entries(runner: CronRunner, now_ms: int) -> dict[str, str]:
     return out
 
 
-def register_jobs(client: Any, prefix: str, entries: dict[str, str]) -> list[str]:
-    """Write ``entries`` to the registry; pause the new ones while pause-all is set.
-
-    Two round trips (three when pause-all is set and a job is new). Returns the keys
-    that were not in the registry before.
-    """
-    if not entries:
-        return []
-    registry = job_registry_key(prefix)
-    pipe = client.pipeline(transaction=False)
-    keys = sorted(entries)
-    for key in keys:
-        pipe.hsetnx(registry, key, entries[key])
-    pipe.hset(registry, mapping=entries)
-    pipe.get(pause_all_key(prefix))
-    replies = pipe.execute()
-    new = [key for key, created in zip(keys, replies) if created]
-    if new and replies[-1] is not None:
-        pipe = client.pipeline(transaction=False)
-        for key in new:
-            pipe.hset(job_key(prefix, key), "paused", "1")
-        pipe.execute()
-    return new
-
-
 HEARTBEAT_JOBS_MAX = 1000
 
 
-def heartbeat_json(runner: CronRunner, started_ms: int, now_ms: int) -> str:
-    """What ``P:runner:ID`` holds for ``runner``."""
-    last_tick = runner.statistics().last_tick
-    count = len(runner._jobs)
+def heartbeat_json(
+    *,
+    runner_id: str,
+    holder: str,
+    jobs: Sequence[Job],
+    tasks: Sequence[str],
+    started_ms: int,
+    now_ms: int,
+    last_tick: Optional[datetime],
+) -> str:
+    """What a runner's heartbeat holds."""
+    count = len(jobs)
     return json.dumps(
         {
-            "id": runner.runner_id,
-            "holder": runner.holder,
+            "id": runner_id,
+            "holder": holder,
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "version": __version__,
             # The full list only for modest runners: a heartbeat every few seconds must
             # not serialise 100,000 keys (the job registry P:jobs has them all).
-            "jobs": sorted(job.key for job in runner.jobs) if count <= HEARTBEAT_JOBS_MAX else [],
+            "jobs": sorted(job.key for job in jobs) if count <= HEARTBEAT_JOBS_MAX else [],
             "job_count": count,
-            "tasks": sorted(runner.tasks.names()),
+            "tasks": sorted(tasks),
             "started": started_ms,
             "heartbeat": now_ms,
             "last_tick": None if last_tick is None else round(last_tick.timestamp() * 1000),
@@ -180,49 +163,27 @@ def _ms(value: Any) -> Optional[datetime]:
     return ms_to_datetime(int(value)) if isinstance(value, (int, float)) else None
 
 
-def read_runners(client: Any, prefix: str) -> list[RunnerInfo]:
-    """Every runner whose heartbeat is live (found with SCAN), sorted by host and pid."""
-    keys = []
-    for raw in client.scan_iter(match=f"{prefix}:runner:*", count=500):
-        keys.append(text(raw))
-        if len(keys) >= SCAN_LIMIT:
-            break
-    if not keys:
-        return []
-    pipe = client.pipeline(transaction=False)
-    for key in keys:
-        pipe.get(key)
-        pipe.pttl(key)
-    replies = pipe.execute()
-    out = []
-    for value, pttl in zip(replies[::2], replies[1::2]):
-        if value is None:
-            continue
-        try:
-            d = json.loads(text(value))
-            out.append(
-                RunnerInfo(
-                    id=str(d["id"]),
-                    holder=str(d.get("holder", "")),
-                    host=str(d.get("host", "")),
-                    pid=int(d.get("pid", 0)),
-                    version=str(d.get("version", "")),
-                    jobs=tuple(d.get("jobs", ())),
-                    tasks=tuple(d.get("tasks", ())),
-                    started=_ms(d.get("started")),
-                    heartbeat=_ms(d.get("heartbeat")),
-                    last_tick=_ms(d.get("last_tick")),
-                    ttl=pttl / 1000 if isinstance(pttl, int) and pttl >= 0 else None,
-                )
-            )
-        except (ValueError, KeyError, TypeError):
-            continue  # not a heartbeat we wrote
-    return sorted(out, key=lambda r: (r.host, r.pid, r.id))
+def parse_heartbeat(value: str, ttl: Optional[float]) -> Optional[RunnerInfo]:
+    """The runner a heartbeat describes; None when it is not a heartbeat we wrote."""
+    try:
+        d = json.loads(value)
+        return RunnerInfo(
+            id=str(d["id"]),
+            holder=str(d.get("holder", "")),
+            host=str(d.get("host", "")),
+            pid=int(d.get("pid", 0)),
+            version=str(d.get("version", "")),
+            jobs=tuple(d.get("jobs", ())),
+            tasks=tuple(d.get("tasks", ())),
+            started=_ms(d.get("started")),
+            heartbeat=_ms(d.get("heartbeat")),
+            last_tick=_ms(d.get("last_tick")),
+            ttl=ttl,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
-def write_heartbeat(
-    pipe: Any, prefix: str, runner_id: str, value: str, poll_interval: float = 0.0
-) -> None:
-    """Queue the heartbeat write on a pipeline; it outlives three missed syncs."""
-    ttl = max(HEARTBEAT_TTL_S, round(3 * poll_interval))
-    pipe.set(runner_key(prefix, runner_id), value, ex=ttl)
+def heartbeat_ttl(poll_interval: float) -> int:
+    """Seconds a heartbeat lives: it outlives three missed syncs."""
+    return max(HEARTBEAT_TTL_S, round(3 * poll_interval))

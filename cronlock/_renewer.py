@@ -24,7 +24,9 @@ import logging
 import os
 import threading
 import time
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
+
+from cronlock import _forksafe
 
 logger = logging.getLogger(__name__)
 
@@ -39,18 +41,30 @@ class Renewable(Protocol):
         """
 
 
+class Deadline(Protocol):
+    """Something to do at a monotonic time, without calling Redis (a lease running out,
+    a job's timeout): it renews nothing."""
+
+    def deadline_passed(self) -> Optional[float]:
+        """The deadline has come: act, and return a later ``time.monotonic()`` deadline
+        to be called again then, or None to stop. Must not raise nor block."""
+
+
 class Renewer:
-    """A heap of (due time, item) served by one daemon thread, started on first use."""
+    """A heap of (due time, item) served by one daemon thread, started on first use.
+
+    Calls ``renew_due()`` of each due item; `Deadlines` calls ``deadline_passed()``.
+    """
 
     def __init__(self, name: str = "cronlock-renewer") -> None:
         self._name = name
         self._cond = threading.Condition(threading.Lock())
-        self._heap: list[tuple[float, int, Renewable]] = []
+        self._heap: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._thread: Optional[threading.Thread] = None
         self._pid = os.getpid()
 
-    def schedule(self, item: Renewable, due: float) -> None:
+    def schedule(self, item: Any, due: float) -> None:
         """Call ``item.renew_due()`` at monotonic time ``due`` (and again as it asks)."""
         with self._cond:
             heapq.heappush(self._heap, (due, next(self._seq), item))
@@ -73,7 +87,7 @@ class Renewer:
                     self._cond.wait(timeout)
                 _, _, item = heapq.heappop(self._heap)
             try:
-                nxt = item.renew_due()
+                nxt = self._serve(item)
             except Exception:  # a renewable must not raise; never let it kill the thread
                 logger.exception("cronlock: renewal of %r raised", item)
                 continue
@@ -81,16 +95,30 @@ class Renewer:
                 with self._cond:
                     heapq.heappush(self._heap, (nxt, next(self._seq), item))
 
+    def _serve(self, item: Renewable) -> Optional[float]:
+        return item.renew_due()
+
+
+class Deadlines(Renewer):
+    """A heap of deadlines (see `Deadline`), served by a thread that never calls Redis."""
+
+    def schedule(self, item: Deadline, due: float) -> None:
+        """Call ``item.deadline_passed()`` at monotonic time ``due`` (and as it asks)."""
+        super().schedule(item, due)
+
+    def _serve(self, item: Deadline) -> Optional[float]:  # type: ignore[override]
+        return item.deadline_passed()
+
 
 _heaps: dict[str, Renewer] = {}
 _heaps_lock = threading.Lock()
 
 
-def _heap(name: str) -> Renewer:
+def _heap(name: str, kind: type[Renewer] = Renewer) -> Renewer:
     with _heaps_lock:
         heap = _heaps.get(name)
         if heap is None or heap._pid != os.getpid():
-            heap = _heaps[name] = Renewer(name)
+            heap = _heaps[name] = kind(name)
         return heap
 
 
@@ -100,8 +128,8 @@ def get_renewer() -> Renewer:
 
 
 def get_deadlines() -> Renewer:
-    """This process's deadline heap: items that must never wait for Redis."""
-    return _heap("cronlock-deadlines")
+    """This process's deadline heap (`Deadlines`): items that must never wait for Redis."""
+    return _heap("cronlock-deadlines", Deadlines)
 
 
 def _after_fork_in_child() -> None:
@@ -110,5 +138,4 @@ def _after_fork_in_child() -> None:
     _heaps_lock = threading.Lock()  # the parent's may have been held at the fork
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_forksafe.on_fork(_forksafe.Phase.STATE, after_in_child=_after_fork_in_child)

@@ -1,9 +1,21 @@
-"""The one source of time.
+"""The one source of time, and the rule for which clock decides what.
 
-cronlock reads wall time only to decide *which* slot is due; whether a lease is still
-valid is decided on Redis's clock (``TIME`` inside the scripts). Everything that needs
-the wall clock takes a [`Clock`][cronlock.clock.Clock], so tests can skew one replica or drive the
-scheduler step by step without patching `datetime`.
+The time rule:
+
+1. **Which slot is due** comes from the injected clock (`CronRunner(clock=...)`, a
+   `Clock`): every replica computes the same slots from its own wall time, and tests
+   skew one replica or drive the scheduler step by step without patching `datetime`.
+2. **Lease and timeout deadlines** (when to renew, when a lease this replica holds has
+   run out as far as it can tell, when a handler has run too long, how long to wait
+   for a retry) come from the monotonic clock, [`monotonic()`][cronlock.clock.monotonic]:
+   a wall clock that steps (NTP, a skewed replica) must not stretch or cut a lease.
+3. **Lease validity** (whether a lease still holds) comes from the store's clock: the
+   claim, renew and finish scripts read Redis's `TIME`, so replica clocks never decide it.
+
+Records written for people (history entry times, "created at", durations shown to an
+operator) use [`wall_ms()`][cronlock.clock.wall_ms] and [`utc_now()`][cronlock.clock.utc_now].
+Every read of time in the runner, the stores and the operator side goes through this
+module; nothing else calls `time.time()`, `time.monotonic()` or `datetime.now()`.
 
 A clock may be given as any object with ``time()`` and ``monotonic()`` methods, or as a
 bare callable returning epoch seconds (like `time.time`).
@@ -13,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Callable, Protocol, Union, runtime_checkable
 
 from cronlock.errors import ConfigurationError
@@ -109,6 +122,27 @@ class FakeClock:
 
     def __repr__(self) -> str:
         return f"FakeClock({self._now!r})"
+
+
+def monotonic() -> float:
+    """The monotonic clock (seconds): for lease and timeout deadlines (rule 2)."""
+    return time.monotonic()
+
+
+def sleep(seconds: float) -> None:
+    """Wait ``seconds`` on the real clock (a short back-off between store calls)."""
+    time.sleep(seconds)
+
+
+def wall_ms() -> int:
+    """This machine's wall clock, epoch ms: for records written for people, never to
+    decide which slot is due (that is the injected clock) nor whether a lease holds."""
+    return round(time.time() * 1000)
+
+
+def utc_now() -> datetime:
+    """This machine's wall clock as an aware UTC datetime (records for people)."""
+    return datetime.now(timezone.utc)
 
 
 def as_clock(clock: ClockLike) -> Clock:

@@ -6,15 +6,12 @@ import inspect
 import types
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
 from cronlock._validate import check_key, seconds_to_ms
 from cronlock.context import JobContext, ms_to_datetime
 from cronlock.errors import ConfigurationError
 from cronlock.schedules import Schedule
-
-if TYPE_CHECKING:
-    from cronlock.runner import CronRunner
 
 OVERLAP_POLICIES = ("skip", "allow", "replace")
 OPTION_NAMES = frozenset(
@@ -177,12 +174,25 @@ def _required_positional(fn: Any) -> int:
     return sum(1 for p in sig.parameters.values() if p.kind in kinds and p.default is p.empty)
 
 
+class JobControl(Protocol):
+    """What a job handle asks of the runner that holds it."""
+
+    def enable(self, job: Job) -> None:
+        """Schedule ``job`` again in this runner."""
+
+    def disable(self, job: Job) -> None:
+        """Stop scheduling ``job`` in this runner."""
+
+    def remove(self, job: Job) -> None:
+        """Stop ``job`` and unregister it."""
+
+
 class Job:
     """The handle of a registered job: ``start()``, ``stop()``, ``destroy()``, ``next_run``."""
 
     def __init__(
         self,
-        runner: CronRunner,
+        control: JobControl,
         key: str,
         *,
         fn: Callable[..., Any],
@@ -195,7 +205,7 @@ class Job:
         self.call = call
         self.schedule = schedule
         self.options = options
-        self._runner = runner
+        self._control = control
         self.enabled = True
         self.generation = 0  # bumped on stop/destroy: heap entries of older generations are dropped
         self.next_slot_ms: Optional[int] = None
@@ -210,15 +220,15 @@ class Job:
 
     def start(self) -> None:
         """Resume scheduling this job in this runner (it starts enabled)."""
-        self._runner._enable(self)
+        self._control.enable(self)
 
     def stop(self) -> None:
         """Stop scheduling this job in this runner; a running handler is not interrupted."""
-        self._runner._disable(self)
+        self._control.disable(self)
 
     def destroy(self) -> None:
         """Stop the job and unregister it, freeing its key for a new registration."""
-        self._runner._remove(self)
+        self._control.remove(self)
 
     def __repr__(self) -> str:
         return f"Job({self.key!r}, {self.schedule.describe()})"

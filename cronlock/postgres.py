@@ -53,7 +53,6 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
-import os
 import threading
 import time
 import weakref
@@ -65,6 +64,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from cronlock import _forksafe
 from cronlock.errors import ConfigurationError
 from cronlock.observers import RunRecord
 
@@ -537,8 +537,8 @@ def _text(value: str) -> str:
 def _track(history: PostgresHistory) -> None:
     with _Hooks.lock:
         _instances.add(history)
-        if not _Hooks.fork_installed and hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=_after_fork_in_child)
+        if not _Hooks.fork_installed:
+            _forksafe.on_fork(_forksafe.Phase.STATE, after_in_child=_after_fork_in_child)
             _Hooks.fork_installed = True
 
 

@@ -12,7 +12,7 @@ runner has started, and stops gracefully on SIGTERM.
 
 Besides ``start``/``end`` (one per handler call) and ``error`` (``on_error``), the
 replica records what the fault checker needs to know about leases, observed at the
-``cronlock._claims`` call boundary (nothing about Redis is faked):
+``RedisStore`` call boundary (the store seam) (nothing about Redis is faked):
 
 * ``claim``: a won claim - job, slot, owner, attempt, fence and ``lease`` (the lease
   deadline on Redis's clock, epoch ms);
@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import redis
 
-from cronlock import CronRunner, JobContext, OffsetClock, _claims
+from cronlock import CronRunner, JobContext, OffsetClock
 
 RecordFn = Callable[..., None]
 
@@ -161,63 +161,47 @@ def make_client(args: argparse.Namespace) -> Any:
     return redis.Redis.from_url(args.url, **timeouts)
 
 
-def _job_of(state_key: str) -> str:
-    return state_key[state_key.index("{") + 1 : state_key.rindex("}")]
-
-
 def record_leases(log: RecordFn) -> None:
-    """Record won claims and successful renewals (wraps the module functions the runner
+    """Record won claims and successful renewals (wraps the store methods the runner
     calls; the calls themselves are unchanged)."""
-    claim, claim_many, renew = _claims.claim, _claims.claim_many, _claims.renew
-    finish = _claims.finish
+    from cronlock.stores import ClaimReply, ClaimStatus, RedisStore
 
-    def note(request: _claims.ClaimRequest, reply: _claims.ClaimReply) -> None:
-        if reply.status == _claims.WON:
-            log(
-                event="claim",
-                job=_job_of(request.state_key),
-                slot=request.slot_ms,
-                owner=request.owner,
-                attempt=reply.attempt,
-                fence=reply.fence,
-                lease=reply.lease_until_ms,
-                lease_ms=request.lease_ms,
-            )
+    claim_slots, renew, finish = RedisStore.claim_slots, RedisStore.renew, RedisStore.finish
 
-    def claim_logged(client: Any, request: _claims.ClaimRequest, *args: Any) -> _claims.ClaimReply:
-        reply = claim(client, request, *args)
-        note(request, reply)
-        return reply
-
-    def claim_many_logged(
-        client: Any, requests: list[_claims.ClaimRequest], *args: Any
-    ) -> list[_claims.ClaimReply]:
-        replies = claim_many(client, requests, *args)
-        for request, reply in zip(requests, replies):
-            if isinstance(reply, _claims.ClaimReply):
-                note(request, reply)
+    def claim_logged(self: RedisStore, claims: Any, *args: Any) -> Any:
+        replies = claim_slots(self, claims, *args)
+        for claim, reply in zip(claims, replies):
+            if isinstance(reply, ClaimReply) and reply.status == ClaimStatus.WON:
+                log(
+                    event="claim",
+                    job=claim.key,
+                    slot=claim.slot_ms,
+                    owner=claim.owner,
+                    attempt=reply.attempt,
+                    fence=reply.fence,
+                    lease=reply.lease_until_ms,
+                    lease_ms=claim.lease_ms,
+                )
         return replies
 
     def renew_logged(
-        client: Any, state_key: str, slot_ms: int, owner: str, *args: Any, **kwargs: Any
+        self: RedisStore, key: str, slot_ms: int, owner: str, *args: Any, **kwargs: Any
     ) -> int | None:
-        until = renew(client, state_key, slot_ms, owner, *args, **kwargs)
+        until = renew(self, key, slot_ms, owner, *args, **kwargs)
         if until is not None:
-            log(event="renew", job=_job_of(state_key), slot=slot_ms, owner=owner, lease=until)
+            log(event="renew", job=key, slot=slot_ms, owner=owner, lease=until)
         return until
 
     def finish_logged(
-        client: Any, state_key: str, slot_ms: int, owner: str, outcome: str, **kwargs: Any
+        self: RedisStore, key: str, slot_ms: int, owner: str, outcome: str, **kwargs: Any
     ) -> bool:
-        ok = finish(client, state_key, slot_ms, owner, outcome, **kwargs)
-        job = _job_of(state_key)
-        log(event="finish", job=job, slot=slot_ms, owner=owner, outcome=outcome, ok=ok)
+        ok = finish(self, key, slot_ms, owner, outcome, **kwargs)
+        log(event="finish", job=key, slot=slot_ms, owner=owner, outcome=outcome, ok=ok)
         return ok
 
-    _claims.finish = finish_logged  # type: ignore[assignment]
-    _claims.claim = claim_logged  # type: ignore[assignment]
-    _claims.claim_many = claim_many_logged  # type: ignore[assignment]
-    _claims.renew = renew_logged  # type: ignore[assignment]
+    RedisStore.claim_slots = claim_logged  # type: ignore[method-assign]
+    RedisStore.renew = renew_logged  # type: ignore[method-assign]
+    RedisStore.finish = finish_logged  # type: ignore[method-assign]
 
 
 def _interval(seconds: float) -> Any:

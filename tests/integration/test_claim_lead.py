@@ -16,9 +16,9 @@ import pytest
 import redis
 
 from cronlock import CronRunner, FakeClock, IntervalSchedule, JobContext
-from cronlock._claims import ClaimRequest, claim, finish
 from cronlock._keys import job_key
-from cronlock._scheduler import CLAIM_LEAD_MS
+from cronlock.runner.scheduler import CLAIM_LEAD_MS
+from cronlock.stores.redis.claims import ClaimRequest, claim, finish
 from cronlock.testing import wait_until
 
 T0 = 1_800_000_000.0  # a multiple of 10 s

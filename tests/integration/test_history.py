@@ -14,8 +14,8 @@ import pytest
 import redis
 
 from cronlock import Admin, CronRunner, FakeClock, JobContext
-from cronlock._claims import ClaimRequest, HistoryOptions, claim
 from cronlock._keys import history_key, job_key
+from cronlock.stores.redis.claims import ClaimRequest, HistoryOptions, claim
 
 T0 = 1_800_000_000.0  # a multiple of 10 s
 PREFIX = "h"

@@ -9,8 +9,8 @@ import pytest
 import redis
 
 from cronlock import CronRunner, FakeClock, JobContext
-from cronlock._claims import ClaimRequest, claim
 from cronlock._keys import job_key
+from cronlock.stores.redis.claims import ClaimRequest, claim
 from cronlock.testing import wait_until
 
 prometheus_client = pytest.importorskip("prometheus_client")

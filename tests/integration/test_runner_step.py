@@ -12,9 +12,9 @@ import pytest
 import redis
 
 from cronlock import CronRunner, FakeClock, JobContext
-from cronlock._claims import ClaimRequest, claim
 from cronlock._keys import job_key
 from cronlock.context import ErrorContext
+from cronlock.stores.redis.claims import ClaimRequest, claim
 from cronlock.testing import wait_until
 
 T0 = 1_800_000_000.0  # a multiple of 10 s: slot boundaries of a 10 s interval
@@ -131,7 +131,7 @@ def test_overlap_skip_does_not_start_a_slot_while_the_previous_run_is_alive(
 
 def test_overlap_allow_starts_the_next_slot_and_keeps_the_old_lease(client: redis.Redis) -> None:
     """With overlap "allow", a new slot starts and the old run can still renew and finish."""
-    from cronlock._claims import finish, renew
+    from cronlock.stores.redis.claims import finish, renew
 
     state = job_key(PREFIX, "job")
     old = int(T0 * 1000)
@@ -145,7 +145,7 @@ def test_overlap_allow_starts_the_next_slot_and_keeps_the_old_lease(client: redi
 
 def test_overlap_replace_cancels_the_old_run(client: redis.Redis) -> None:
     """With overlap "replace", the old run's next renewal reports the lease lost."""
-    from cronlock._claims import renew
+    from cronlock.stores.redis.claims import renew
 
     state = job_key(PREFIX, "job")
     old = int(T0 * 1000)

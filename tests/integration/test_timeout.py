@@ -15,9 +15,9 @@ import pytest
 import redis
 
 from cronlock import Admin, CronRunner, FakeClock, IntervalSchedule, JobContext, JobTimeout
-from cronlock._claims import ClaimRequest, claim
 from cronlock._keys import job_key
 from cronlock.context import ErrorContext
+from cronlock.stores.redis.claims import ClaimRequest, claim
 
 T0 = 1_800_000_000.0
 SLOT_MS = int(T0 * 1000)

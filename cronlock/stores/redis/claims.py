@@ -15,41 +15,28 @@ from redis.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from cronlock._scripts import Script, execute_pipeline, text
+from cronlock.stores.types import (
+    ClaimReply,
+    ClaimStatus,
+    FinishInfo,
+    Replication,
+    TriggerReply,
+    TriggerStatus,
+)
 
 CLAIM = Script("job_claim")
 RENEW = Script("job_renew")
 FINISH = Script("job_finish")
 TRIGGER = Script("job_trigger")
 
-WON = "won"
-TAKEN = "taken"
-DONE = "done"
-STALE = "stale"
-BUSY = "busy"
-EXHAUSTED = "exhausted"
-PAUSED = "paused"
-CORRUPT = "corrupt"
-
-
-@dataclass(frozen=True)
-class ClaimReply:
-    """What the claim script answered; fields not part of a status stay 0 / ""."""
-
-    status: str
-    attempt: int = 0
-    fence: int = 0
-    lease_until_ms: int = 0
-    server_now_ms: int = 0
-    detail: str = ""
-    replicas: int = -1  # replicas that acknowledged the claim (WAIT); -1: not asked
-
-
-@dataclass(frozen=True)
-class Replication:
-    """Claims wait (``WAIT``, in the same pipeline) for this many replicas, up to a timeout."""
-
-    replicas: int
-    timeout_ms: int
+WON = ClaimStatus.WON
+TAKEN = ClaimStatus.TAKEN
+DONE = ClaimStatus.DONE
+STALE = ClaimStatus.STALE
+BUSY = ClaimStatus.BUSY
+EXHAUSTED = ClaimStatus.EXHAUSTED
+PAUSED = ClaimStatus.PAUSED
+CORRUPT = ClaimStatus.CORRUPT
 
 
 @dataclass(frozen=True)
@@ -69,30 +56,6 @@ class HistoryOptions:
 
 
 NO_HISTORY = HistoryOptions()
-
-
-@dataclass(frozen=True)
-class FinishInfo:
-    """What the history entry of a finished run says besides its outcome."""
-
-    attempt: int = 0
-    fence: int = 0
-    holder: str = ""
-    duration_ms: int = 0
-    error_type: str = ""
-    traceback: str = ""
-    kind: str = "scheduled"
-
-
-@dataclass(frozen=True)
-class TriggerReply:
-    """What the trigger script answered: ``none``, ``won``, ``paused``, ``busy``, ``corrupt``."""
-
-    status: str
-    slot_ms: int = 0
-    fence: int = 0
-    lease_until_ms: int = 0
-    trigger_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,7 +88,7 @@ class ClaimRequest:
 
 def decode_claim(reply: Any) -> ClaimReply:
     """Turn the script's array reply into a `ClaimReply`."""
-    status = text(reply[0])
+    status = ClaimStatus(text(reply[0]))
     rest = [int(x) if isinstance(x, int) else text(x) for x in reply[1:]]
     if status == WON:
         return ClaimReply(
@@ -144,21 +107,36 @@ def decode_claim(reply: Any) -> ClaimReply:
     return ClaimReply(status)
 
 
+Call = tuple[list[str], list[Any]]  # a claim's KEYS and ARGV
+
+
 def claim(
     client: Any, request: ClaimRequest, replication: Optional[Replication] = None
 ) -> ClaimReply:
     """Claim one slot: one round trip (with ``replication``, the claim and a ``WAIT``)."""
+    return claim_call(client, request.args(), replication)
+
+
+def claim_many(
+    client: Any, requests: Sequence[ClaimRequest], replication: Optional[Replication] = None
+) -> list[Any]:
+    """Claim many slots in one pipelined round trip; see `claim_calls`."""
+    return claim_calls(client, [request.args() for request in requests], replication)
+
+
+def claim_call(client: Any, call: Call, replication: Optional[Replication] = None) -> ClaimReply:
+    """One claim given as its KEYS and ARGV: one round trip (with a ``WAIT``: one pipeline)."""
     if replication is None:
-        keys, args = request.args()
+        keys, args = call
         return decode_claim(CLAIM(client, keys, args))
-    reply = _pipelined(client, [request], replication)[0]
+    reply = _pipelined(client, [call], replication)[0]
     if isinstance(reply, Exception):
         raise reply
     return cast(ClaimReply, reply)
 
 
-def claim_many(
-    client: Any, requests: Sequence[ClaimRequest], replication: Optional[Replication] = None
+def claim_calls(
+    client: Any, calls: Sequence[Call], replication: Optional[Replication] = None
 ) -> list[Any]:
     """Claim many slots in one pipelined round trip (for many jobs due together).
 
@@ -172,22 +150,19 @@ def claim_many(
     """
     if isinstance(client, RedisCluster):
         replies: list[Any] = []
-        for request in requests:
+        for call in calls:
             try:
-                replies.append(claim(client, request))
+                replies.append(claim_call(client, call))
             except RedisError as exc:
                 replies.append(exc)
         return replies
-    return _pipelined(client, requests, replication)
+    return _pipelined(client, calls, replication)
 
 
-def _pipelined(
-    client: Any, requests: Sequence[ClaimRequest], replication: Optional[Replication]
-) -> list[Any]:
-    """The claims (and the WAIT) in one pipeline on one connection; see `claim_many`."""
+def _pipelined(client: Any, calls: Sequence[Call], replication: Optional[Replication]) -> list[Any]:
+    """The claims (and the WAIT) in one pipeline on one connection; see `claim_calls`."""
     pipe = client.pipeline(transaction=False)
-    for request in requests:
-        keys, args = request.args()
+    for keys, args in calls:
         CLAIM.queue(pipe, keys, args)
     if replication is not None:
         pipe.execute_command("WAIT", replication.replicas, replication.timeout_ms)
@@ -272,8 +247,8 @@ def trigger(
             history.max_age_ms,
         ],
     )
-    status = text(reply[0])
-    if status == WON:
+    status = TriggerStatus(text(reply[0]))
+    if status == TriggerStatus.WON:
         return TriggerReply(
             status,
             slot_ms=int(reply[1]),
@@ -281,8 +256,8 @@ def trigger(
             lease_until_ms=int(reply[3]),
             trigger_id=text(reply[4]),
         )
-    if status in (PAUSED, BUSY):
+    if status in (TriggerStatus.PAUSED, TriggerStatus.BUSY):
         return TriggerReply(status, trigger_id=text(reply[1]))
-    if status == CORRUPT:
+    if status == TriggerStatus.CORRUPT:
         return TriggerReply(status, trigger_id=text(reply[1]))
     return TriggerReply(status)

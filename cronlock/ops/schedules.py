@@ -1,39 +1,24 @@
-"""Dynamic schedules: handlers registered in code by name, scheduled at runtime.
+"""Dynamic schedules as an operator stores them: `ScheduleSpec`, validated like code.
 
-A runner registers handlers with ``@runner.task("reindex")``. An operator adds a
-schedule for that task name (``Admin.add_schedule`` or ``cronlock schedule add``); it
-is stored as JSON in the hash ``P:schedules`` (id -> spec) and ``P:schedules:version``
-is bumped and announced on the ``P:events`` channel. Every runner reconciles its
-dynamic jobs with the stored specs when it hears of a change, and at least every
-``poll_interval`` (one ``GET`` of the version while nothing changes).
-
-Each schedule becomes an ordinary job of every runner that has the task, keyed by the
-schedule id, so the claim path, history, pause and trigger work on it unchanged. A
-runner without a handler for the task reports it once per schedule (a WARNING, and
-``on_error`` with a [`ConfigurationError`][cronlock.errors.ConfigurationError], phase ``"acquire"``)
-and lists it in ``runner.tasks.unhandled`` and ``runner.health().warnings``.
+A schedule names a task (a handler a runner registered with ``@runner.task(name)``);
+[`Admin.add_schedule`][cronlock.admin.Admin.add_schedule] stores it, every runner with
+the task turns it into a job (see `cronlock.runner.dynamic`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import Any, Optional
 
 from cronlock._validate import check_key
-from cronlock.context import ErrorContext, ms_to_datetime
+from cronlock.context import ms_to_datetime
 from cronlock.errors import ConfigurationError
-from cronlock.job import OPTION_NAMES, Job, make_caller, parse_options
+from cronlock.job import OPTION_NAMES, parse_options
 from cronlock.schedules import CronSchedule, IntervalSchedule, Schedule
 
-if TYPE_CHECKING:
-    from cronlock.runner import CronRunner
-
-logger = logging.getLogger("cronlock")
-
-F = TypeVar("F", bound=Callable[..., Any])
+__all__ = ["SCHEDULE_OPTIONS", "ScheduleSpec"]
 
 #: Job options a dynamic schedule may set (``key`` is the schedule id; ``payload`` is its own).
 SCHEDULE_OPTIONS = tuple(sorted(OPTION_NAMES - {"key", "payload"}))
@@ -149,75 +134,3 @@ class ScheduleSpec:
         d["created"] = None if self.created is None else self.created.isoformat()
         d["schedule"] = self.describe()
         return d
-
-
-class TaskRegistry:
-    """A runner's named handlers and the dynamic jobs it built from stored specs."""
-
-    def __init__(self) -> None:
-        self._handlers: dict[str, Callable[..., Any]] = {}
-        self._active: dict[str, tuple[str, Optional[Job]]] = {}  # id -> (spec json, job)
-        self.unhandled: dict[str, str] = {}  # schedule id -> task name with no handler here
-
-    def decorator(self, name: str) -> Callable[[F], F]:
-        """``@runner.task(name)``: register ``fn`` as the handler of task ``name``."""
-        check_key(name, "task name")
-
-        def register(fn: F) -> F:
-            make_caller(fn)  # refuse a bad signature now, not at the first run
-            if name in self._handlers and self._handlers[name] is not fn:
-                raise ConfigurationError(f"a handler for task {name!r} is already registered")
-            self._handlers[name] = fn
-            return fn
-
-        return register
-
-    def names(self) -> list[str]:
-        return list(self._handlers)
-
-    def task_of(self, job_key: str) -> Optional[str]:
-        """The task name of a dynamic job of this runner, else None."""
-        active = self._active.get(job_key)
-        if active is None:
-            return None
-        return ScheduleSpec.from_json(active[0]).task
-
-    def reconcile(self, runner: CronRunner, stored: dict[str, str]) -> bool:
-        """Make the runner's dynamic jobs match ``stored`` (id -> spec JSON); True if changed."""
-        changed = False
-        for sid in list(self._active):
-            raw, job = self._active[sid]
-            if stored.get(sid) != raw:
-                if job is not None:
-                    job.destroy()
-                del self._active[sid]
-                self.unhandled.pop(sid, None)
-                changed = True
-        for sid, raw in sorted(stored.items()):
-            if sid in self._active:
-                continue
-            self._active[sid] = (raw, self._build(runner, sid, raw))
-            changed = True
-        return changed
-
-    def _build(self, runner: CronRunner, sid: str, raw: str) -> Optional[Job]:
-        try:
-            spec = ScheduleSpec.from_json(raw)
-            handler = self._handlers.get(spec.task)
-            if handler is None:
-                self.unhandled[sid] = spec.task
-                raise ConfigurationError(
-                    f"dynamic schedule {sid!r} names task {spec.task!r}, which has no handler "
-                    f"in runner {runner.runner_id} (registered tasks: "
-                    f"{', '.join(sorted(self._handlers)) or 'none'}); it will run on replicas "
-                    "that have one"
-                )
-            options = {k: v for k, v in spec.options.items() if v is not None}
-            return runner.add_job(
-                handler, spec.schedule(), key=sid, payload=spec.payload, **options
-            )
-        except (ConfigurationError, TypeError) as error:
-            logger.warning("cronlock: %s", error)
-            if runner.on_error is not None:  # without one, the WARNING above is the report
-                runner._report(error, ErrorContext(sid, "acquire"))
-            return None

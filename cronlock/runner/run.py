@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Optional
+from datetime import datetime
+from typing import Callable, Optional
 
-from redis.exceptions import RedisError
-
-from cronlock import _claims
 from cronlock._renewer import get_deadlines, get_renewer
+from cronlock.clock import monotonic, sleep, utc_now
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import JobCancelled, JobTimeout
+from cronlock.job import Job
 from cronlock.observers import RunRecord, format_traceback, notify
-
-if TYPE_CHECKING:
-    from cronlock.job import Job
-    from cronlock.runner import CronRunner
+from cronlock.runner.host import RunnerHost
+from cronlock.stores.types import FinishInfo
 
 logger = logging.getLogger("cronlock")
 
@@ -42,40 +38,40 @@ class Run:
 
     def __init__(
         self,
-        runner: CronRunner,
+        host: RunnerHost,
         job: Job,
         *,
-        state_key: str,
         owner: str,
-        reply: _claims.ClaimReply,
+        attempt: int,
+        fence: int,
         sent_at: float,
         slot_ms: int,
+        on_end: Callable[[Run], None],
         kind: str = "scheduled",
         start_ms: int = 0,
     ) -> None:
-        self.runner = runner
+        self.host = host
+        self.on_end = on_end  # told when the run is over (its worker is free)
         self.start_ms = start_ms  # runner-clock ms before which the handler must not start
         self.kind = kind  # "scheduled", or "manual" for a triggered run
-        self.history = runner._history(job.key)
         self.job = job
-        self.state_key = state_key
         self.owner = owner
         self.lease_s = job.options.ttl_ms / 1000
-        # ``sent_at`` is the time.monotonic() taken before the claim was sent, so our idea
-        # of the deadline is never later than Redis's.
+        # ``sent_at`` is the monotonic() taken before the claim was sent, so our idea
+        # of the deadline is never later than the store's.
         self.deadline = sent_at + self.lease_s
         self.ctx = JobContext(
             key=job.key,
             slot_ms=slot_ms,
-            attempt=reply.attempt,
-            fencing_token=reply.fence,
+            attempt=attempt,
+            fencing_token=fence,
             payload=job.options.payload,
-            runner_id=runner.runner_id,
+            runner_id=host.runner_id,
         )
         self.lost = False
         self.error: Optional[BaseException] = None
         self.finished = threading.Event()
-        self._started = time.monotonic()
+        self._started = monotonic()
         self._closed = False  # no more renewals
         self._returned = False  # the handler has returned (a timeout no longer applies)
         self._lock = threading.Lock()
@@ -83,45 +79,47 @@ class Run:
     # -- renewal (called from the shared renewal thread) --------------------------------
 
     def start_renewal(self) -> None:
-        get_renewer().schedule(self, time.monotonic() + self.lease_s / 3)
-        get_deadlines().schedule(_LeaseWatch(self), self.deadline)
+        get_renewer().schedule(self, monotonic() + self.lease_s / 3)
+        get_deadlines().schedule(LeaseWatch(self), self.deadline)
+
+    @property
+    def renewing(self) -> bool:
+        """Still renewing: neither closed (finished) nor lost."""
+        with self._lock:
+            return not (self._closed or self.lost)
 
     def renew_due(self) -> Optional[float]:
-        with self._lock:
-            if self._closed or self.lost:
-                return None
-        sent = time.monotonic()
+        """Renew the lease now (the shared renewal thread calls this); the next time."""
+        if not self.renewing:
+            return None
+        store = self.host.store
+        sent = monotonic()
         try:
-            until = _claims.renew(
-                self.runner.client,
-                self.state_key,
-                self.ctx.slot_ms,
-                self.owner,
-                self.job.options.ttl_ms,
-            )
-        except RedisError as exc:
-            self.runner._count("renew_failures")
-            self.runner._report(exc, self._error_context("renew"))
-            now = time.monotonic()
+            until = store.renew(self.job.key, self.ctx.slot_ms, self.owner, self.job.options.ttl_ms)
+        except store.errors as exc:
+            self.host.count("renew_failures")
+            self.host.report(exc, self._error_context("renew"))
+            now = monotonic()
             if now >= self.deadline:
-                self._lose("its lease ran out while Redis was unreachable")
+                self.lose("its lease ran out while Redis was unreachable")
                 return None
             return now + min(self.lease_s / 3, max(0.05, (self.deadline - now) / 2))
         if until is None:
             with self._lock:
                 if self._closed:  # the run finished while this renewal was on its way
                     return None
-            self._lose("another replica took the slot over, or a newer slot replaced it")
+            self.lose("another replica took the slot over, or a newer slot replaced it")
             return None
         self.deadline = sent + self.lease_s
         return sent + self.lease_s / 3
 
-    def _lose(self, why: str) -> None:
+    def lose(self, why: str) -> None:
+        """The lease is gone (taken over, replaced, or ran out): cancel the run."""
         with self._lock:
             if self.lost:  # the lease watch and a failed renewal may both find it
                 return
             self.lost = True
-        self.runner._count("leases_lost")
+        self.host.count("leases_lost")
         logger.warning(
             "cronlock: lost the lease of job %r slot %s attempt %d: %s; cancelling the run",
             self.job.key,
@@ -140,17 +138,17 @@ class Run:
 
     def execute(self) -> None:
         """Call the handler (with retries), then record the outcome. Never raises."""
-        observers = self.runner.observers
+        observers = self.host.observers
         try:
             if self._wait_for_start():  # stopped before its boundary: the handler never ran
                 self.close()
                 self._finish("cancelled")
                 return
-            started_at = datetime.now(timezone.utc)
-            self._started = time.monotonic()
+            started_at = utc_now()
+            self._started = monotonic()
             timeout_ms = self.job.options.timeout_ms
             if timeout_ms:
-                get_deadlines().schedule(_Timeout(self), self._started + timeout_ms / 1000)
+                get_deadlines().schedule(Timeout(self), self._started + timeout_ms / 1000)
             if observers:
                 notify(observers, "run_started", self.ctx, started_at)
             outcome = self._call_handler()
@@ -165,12 +163,12 @@ class Run:
         finally:
             self.close()
             self.finished.set()
-            self.runner._run_ended(self)
+            self.on_end(self)
 
     def _wait_for_start(self) -> bool:
         """Wait for the slot's boundary on the runner's clock (the claim was sent a little
         early); True if the run was cancelled meanwhile."""
-        clock = self.runner.clock
+        clock = self.host.clock
         while True:
             early_s = self.start_ms / 1000 - clock.time()
             if early_s <= 0:
@@ -185,12 +183,12 @@ class Run:
             self._returned = True  # a timeout firing from now on is too late
         if not self.ctx.timed_out.is_set():
             return outcome
-        self.runner._count("runs_timed_out")
+        self.host.count("runs_timed_out")
         self.error = JobTimeout(
             f"job {self.job.key!r} slot {self.ctx.slot.isoformat()} attempt {self.ctx.attempt} "
             f"ran past its timeout of {self.job.options.timeout_ms / 1000:g} s"
         )
-        self.runner._report(self.error, self._error_context("handler"))
+        self.host.report(self.error, self._error_context("handler"))
         return "failed"
 
     def time_out(self) -> None:
@@ -218,7 +216,7 @@ class Run:
                 return "cancelled"
             except Exception as exc:
                 self.error = exc
-                self.runner._report(exc, self._error_context("handler"))
+                self.host.report(exc, self._error_context("handler"))
                 if self.ctx.cancelled.is_set():
                     return "cancelled"
                 if attempt == options.retries:
@@ -234,21 +232,21 @@ class Run:
         stats_name = {"done": "runs_succeeded", "failed": "runs_failed"}.get(
             outcome, "runs_cancelled"
         )
-        self.runner._count(stats_name)
+        self.host.count(stats_name)
         if self.lost:
             return  # a successor owns the slot: finishing would only be refused
         if outcome == "cancelled":
-            if not self.runner._stopping:
+            if not self.host.stopping:
                 return
             outcome = "handover"
         while True:
             try:
                 ok = self._send_finish(outcome)
-            except RedisError as exc:
-                self.runner._report(exc, self._error_context("release"))
-                if time.monotonic() + _FINISH_RETRY_S >= self.deadline:
+            except self.host.store.errors as exc:
+                self.host.report(exc, self._error_context("release"))
+                if monotonic() + _FINISH_RETRY_S >= self.deadline:
                     return  # the lease lapses; another replica may run the slot again
-                time.sleep(_FINISH_RETRY_S)
+                sleep(_FINISH_RETRY_S)
                 continue
             if not ok:
                 logger.warning(
@@ -268,8 +266,8 @@ class Run:
             return
         try:
             self._send_finish("handover")
-        except RedisError as exc:
-            self.runner._report(exc, self._error_context("release"))
+        except self.host.store.errors as exc:
+            self.host.report(exc, self._error_context("release"))
 
     def _send_finish(self, outcome: str) -> bool:
         """Record the run's end (one round trip); False when the slot is no longer ours.
@@ -277,27 +275,26 @@ class Run:
         A handover that Redis accepted is also announced, so another replica takes the
         slot at once.
         """
-        ok = _claims.finish(
-            self.runner.client,
-            self.state_key,
+        ok = self.host.store.finish(
+            self.job.key,
             self.ctx.slot_ms,
             self.owner,
             outcome,
-            history=self.history,
+            retention=self.host.retention,
             info=self._finish_info(outcome),
         )
         if ok and outcome == "handover":
-            self.runner._announce_handover(self.job.key, self.ctx.slot_ms)
+            self.host.announce_handover(self.job.key, self.ctx.slot_ms)
         return ok
 
-    def _finish_info(self, outcome: str) -> _claims.FinishInfo:
+    def _finish_info(self, outcome: str) -> FinishInfo:
         """What the history entry of this run's end records besides the outcome."""
         error = self.error if outcome == "failed" else None
-        return _claims.FinishInfo(
+        return FinishInfo(
             attempt=self.ctx.attempt,
             fence=self.ctx.fencing_token,
-            holder=self.runner.holder,
-            duration_ms=round((time.monotonic() - self._started) * 1000),
+            holder=self.host.holder,
+            duration_ms=round((monotonic() - self._started) * 1000),
             error_type=type(error).__name__ if error is not None else "",
             traceback=format_traceback(error) if error is not None else "",
             kind=self.kind,
@@ -311,11 +308,11 @@ class Run:
             slot=self.ctx.slot,
             attempt=self.ctx.attempt,
             fencing_token=self.ctx.fencing_token,
-            owner=self.runner.holder,
-            runner_id=self.runner.runner_id,
+            owner=self.host.holder,
+            runner_id=self.host.runner_id,
             status=status,
             started_at=started_at,
-            finished_at=datetime.now(timezone.utc),
+            finished_at=utc_now(),
             error_type=type(error).__name__ if error is not None else None,
             traceback=format_traceback(error) if error is not None else None,
         )
@@ -324,36 +321,37 @@ class Run:
         return ErrorContext(self.job.key, phase, self.ctx.slot_ms, self.ctx.attempt)
 
 
-class _LeaseWatch:
+class LeaseWatch:
     """A run's lease deadline on the deadline heap: the run is cancelled when it passes,
-    even while a renewal waits on a Redis that does not answer."""
+    even while a renewal waits on a store that does not answer."""
 
     __slots__ = ("run",)
 
     def __init__(self, run: Run) -> None:
         self.run = run
 
-    def renew_due(self) -> Optional[float]:
+    def deadline_passed(self) -> Optional[float]:
+        """The lease deadline has come: lose the run, unless a renewal moved it on."""
         run = self.run
-        with run._lock:
-            if run._closed or run.lost:
-                return None
-        deadline = run.deadline  # moved on by every renewal that reached Redis in time
-        if time.monotonic() < deadline:
+        if not run.renewing:
+            return None
+        deadline = run.deadline  # moved on by every renewal that reached the store in time
+        if monotonic() < deadline:
             return deadline
-        run._lose("its lease ran out before a renewal reached Redis")
+        run.lose("its lease ran out before a renewal reached Redis")
         return None
 
 
-class _Timeout:
+class Timeout:
     """A run's timeout, due on the deadline heap (no thread per run, never behind a
-    renewal that waits for Redis)."""
+    renewal that waits for the store)."""
 
     __slots__ = ("run",)
 
     def __init__(self, run: Run) -> None:
         self.run = run
 
-    def renew_due(self) -> Optional[float]:
+    def deadline_passed(self) -> Optional[float]:
+        """The timeout has passed: cancel the run."""
         self.run.time_out()
         return None

@@ -1,0 +1,377 @@
+"""``Admin``: see and steer the jobs of a fleet of runners, from any process.
+
+``Admin(client, prefix)`` needs no runner: it reads and writes the same Redis keys the
+runners use (see `cronlock._keys`), so a management script, a web endpoint or the
+``cronlock`` CLI can use it. Every runner honours what it writes:
+
+* ``pause(key)`` / ``resume(key)`` set a flag in the job's state hash, which the claim
+  script checks (no extra round trip): every replica skips the job from its next claim,
+  and the flag survives runner restarts. ``pause_all()`` pauses every job in the
+  registry and sets ``P:pause-all``, so jobs first registered while it is set start
+  paused too. (A Cluster cannot have one key that every claim script reads, since a
+  script only touches its own job's slot; so pause-all is a flag per job.)
+* ``trigger(key)`` queues a manual run: exactly one replica that has the job pops the
+  request and runs it once, at once, beside the scheduled slots (see
+  ``cronlock/scripts/job_trigger.lua``). Replicas hear of it through pub/sub within
+  about a second, else at their next ``poll_interval`` check.
+* ``add_schedule`` / ``remove_schedule`` store dynamic schedules for handlers that
+  runners registered with ``@runner.task(name)``; see
+  `cronlock.runner.dynamic`.
+
+Example:
+    >>> admin = Admin(client, prefix="myapp")  # doctest: +SKIP
+    >>> admin.pause("sync-users"); admin.trigger("sync-users", force=True)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Optional
+
+from cronlock._jsonable import jsonable
+from cronlock._registry import RunnerInfo, parse_heartbeat, schedule_from_spec
+from cronlock._validate import check_key
+from cronlock.clock import wall_ms
+from cronlock.context import ms_to_datetime
+from cronlock.errors import ConfigurationError
+from cronlock.ops.history import HistoryEntry, check_limit
+from cronlock.ops.schedules import SCHEDULE_OPTIONS, ScheduleSpec
+from cronlock.stores import Store, as_store
+
+__all__ = ["Admin", "FleetStatus", "JobStatus", "RunnerInfo", "ScheduleSpec"]
+
+#: Pending trigger requests kept per job (older ones are dropped).
+MAX_PENDING_TRIGGERS = 100
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What Redis knows of one job.
+
+    Attributes:
+        key: the job key.
+        schedule: the schedule in words, from the registry (None if no runner registered it).
+        task: the task name, for a dynamic schedule's job.
+        registered: a runner has registered the job (it is in ``P:jobs``).
+        paused: claims of the job are refused on every replica.
+        status: the latest slot's ``"running"``, ``"done"`` or ``"failed"`` (None: never ran).
+        slot, attempt, fencing_token: the latest slot claimed, its attempt, the last fence.
+        holder, lease_until: for a running slot: who runs it and until when its lease holds.
+        other_runs: other live runs (overlap ``allow`` or triggered runs).
+        last_success, last_success_slot: when the last successful run ended, and its slot.
+        last_failure, last_failure_slot, last_error: the same for the last failed run.
+        consecutive_failures: failed slots since the last success (a dead man's switch).
+        next_run: the next slot after now (None: unknown schedule, or none left).
+        pending_triggers: manual runs requested and not yet taken by a replica.
+    """
+
+    key: str
+    schedule: Optional[str] = None
+    task: Optional[str] = None
+    registered: bool = False
+    paused: bool = False
+    status: Optional[str] = None
+    slot: Optional[datetime] = None
+    attempt: int = 0
+    fencing_token: int = 0
+    holder: Optional[str] = None
+    lease_until: Optional[datetime] = None
+    other_runs: int = 0
+    last_success: Optional[datetime] = None
+    last_success_slot: Optional[datetime] = None
+    last_failure: Optional[datetime] = None
+    last_failure_slot: Optional[datetime] = None
+    last_error: Optional[str] = None
+    consecutive_failures: int = 0
+    next_run: Optional[datetime] = None
+    pending_triggers: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able fields (datetimes as ISO-8601)."""
+        return jsonable(self)
+
+
+@dataclass(frozen=True)
+class FleetStatus:
+    """A summary for ``cronlock status``: counts over runners, jobs and schedules."""
+
+    runners: int
+    jobs: int
+    paused: int
+    running: int
+    failing: int  # jobs whose latest run(s) failed (consecutive_failures > 0)
+    schedules: int
+    pause_all: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def _int(value: Optional[str]) -> int:
+    try:
+        return int(value) if value else 0
+    except ValueError:
+        return 0
+
+
+def _when(value: Optional[str]) -> Optional[datetime]:
+    ms = _int(value)
+    return ms_to_datetime(ms) if value else None
+
+
+def _status(
+    key: str,
+    st: dict[str, str],
+    pending: int,
+    entry: Optional[dict[str, Any]],
+    now_ms: int,
+) -> JobStatus:
+    lease = _int(st.get("lease"))
+    running = st.get("status") == "running"
+    others = 0
+    for field, value in st.items():
+        if field.startswith("r:"):
+            until = _int(value.rsplit(":", 1)[-1])
+            others += until > now_ms
+    schedule = schedule_from_spec((entry or {}).get("spec"))
+    next_ms = schedule.next_after(now_ms) if schedule is not None else None
+    return JobStatus(
+        key=key,
+        schedule=(entry or {}).get("schedule"),
+        task=(entry or {}).get("task"),
+        registered=entry is not None,
+        paused=st.get("paused") == "1",
+        status=st.get("status") or None,
+        slot=_when(st.get("slot")),
+        attempt=_int(st.get("attempt")),
+        fencing_token=_int(st.get("fence")),
+        holder=st.get("holder") if running else None,
+        lease_until=ms_to_datetime(lease) if running and lease else None,
+        other_runs=others,
+        last_success=_when(st.get("done_at")),
+        last_success_slot=_when(st.get("last_done")),
+        last_failure=_when(st.get("failed_at")),
+        last_failure_slot=_when(st.get("last_failed")),
+        last_error=st.get("last_error") or None,
+        consecutive_failures=_int(st.get("failures")),
+        next_run=None if next_ms is None else ms_to_datetime(next_ms),
+        pending_triggers=pending,
+    )
+
+
+class Admin:
+    """Inspect and steer jobs through Redis; usable from any process, no runner needed.
+
+    Args:
+        store: a [`Store`][cronlock.stores.Store], or a redis-py client (``redis.Redis``
+            or ``RedisCluster``, responses decoded or not), which becomes a
+            [`RedisStore`][cronlock.stores.RedisStore].
+        prefix: the runners' prefix (default: the store's, else ``"cronlock"``).
+
+    Every method is a few round trips at most; ``jobs()`` pipelines one read per job.
+    """
+
+    def __init__(self, store: Any, prefix: Optional[str] = None) -> None:
+        self.store: Store = as_store(store, prefix)
+        self.prefix = self.store.prefix
+        #: The redis-py client behind a RedisStore (None for another store).
+        self.client: Any = getattr(self.store, "client", None)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _registry(self) -> dict[str, dict[str, Any]]:
+        raw = self.store.registry()
+        out = {}
+        for key, value in raw.items():
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                out[key] = {}
+        return out
+
+    def _statuses(self, keys: list[str], registry: dict[str, dict[str, Any]]) -> list[JobStatus]:
+        if not keys:
+            return []
+        states = self.store.job_states(keys)
+        now_ms = wall_ms()
+        return [
+            _status(key, dict(state.fields), state.pending_triggers, registry.get(key), now_ms)
+            for key, state in zip(keys, states)
+        ]
+
+    def jobs(self) -> list[JobStatus]:
+        """Every job in the registry (written by runners at start), sorted by key."""
+        registry = self._registry()
+        return self._statuses(sorted(registry), registry)
+
+    def job(self, key: str) -> JobStatus:
+        """One job's status; KeyError when no runner registered it and it has no state."""
+        check_key(key)
+        registry = {}
+        raw = self.store.registry_entry(key)
+        if raw is not None:
+            try:
+                registry[key] = json.loads(raw)
+            except ValueError:
+                registry[key] = {}
+        status = self._statuses([key], registry)[0]
+        if raw is None and status.status is None and not status.paused:
+            raise KeyError(f"no job {key!r} under prefix {self.prefix!r}")
+        return status
+
+    def history(self, key: str, limit: int = 50) -> list[HistoryEntry]:
+        """The latest ``limit`` run history entries of job ``key``, newest first."""
+        return self.store.history(check_key(key), check_limit(limit))
+
+    def runners(self) -> list[RunnerInfo]:
+        """Every runner with a live heartbeat."""
+        found = (parse_heartbeat(value, ttl) for value, ttl in self.store.heartbeats())
+        return sorted((r for r in found if r is not None), key=lambda r: (r.host, r.pid, r.id))
+
+    def status(self) -> FleetStatus:
+        """Counts over runners, jobs and schedules (for ``cronlock status``)."""
+        jobs = self.jobs()
+        return FleetStatus(
+            runners=len(self.runners()),
+            jobs=len(jobs),
+            paused=sum(j.paused for j in jobs),
+            running=sum(j.status == "running" and j.lease_until is not None for j in jobs),
+            failing=sum(j.consecutive_failures > 0 for j in jobs),
+            schedules=self.store.schedule_count(),
+            pause_all=self.store.pause_all_active(),
+        )
+
+    def forget(self, key: str) -> bool:
+        """Drop job ``key`` from the registry, its state and its history; True if it existed.
+
+        For jobs deleted from the code. A runner that still has the job registers it
+        again at its next start (or change).
+        """
+        return self.store.forget(check_key(key))
+
+    # -- steering -----------------------------------------------------------------------
+
+    def pause(self, key: str) -> None:
+        """Pause job ``key`` on every replica from their next claim; survives restarts.
+
+        A run in progress is not interrupted. The key need not be registered yet.
+        """
+        self.store.pause(check_key(key))
+
+    def resume(self, key: str) -> None:
+        """Undo `pause` (the next due slot runs; missed ones follow catch-up)."""
+        self.store.resume(check_key(key))
+
+    def pause_all(self) -> int:
+        """Pause every registered job, and jobs registered from now on; how many were paused."""
+        keys = sorted(self._registry())
+        self.store.pause_all(keys)
+        return len(keys)
+
+    def resume_all(self) -> int:
+        """Resume every registered job (also those paused one by one); how many."""
+        keys = sorted(self._registry())
+        self.store.resume_all(keys)
+        return len(keys)
+
+    def trigger(self, key: str, *, force: bool = False) -> str:
+        """Ask for one run of job ``key`` now, on exactly one replica; the request id.
+
+        The run is a *manual* slot: its own slot time (when it starts), fencing token
+        and history entries (``kind`` ``manual``, ``trigger`` = the id), beside the
+        scheduled slots. Unless ``force``, it is dropped (history: ``skipped``) when the
+        job is paused, or when a run holds a live lease and the job's overlap is
+        ``skip``. A triggered run is not taken over if its replica dies.
+
+        Raises:
+            KeyError: no runner has registered job ``key`` (nothing would run it).
+        """
+        check_key(key)
+        if self.store.registry_entry(key) is None:
+            raise KeyError(f"no runner has registered job {key!r} under prefix {self.prefix!r}")
+        request_id = secrets.token_hex(6)
+        request = f"{request_id}|{'1' if force else '0'}|{wall_ms()}|{_me()}"
+        self.store.queue_trigger(key, request, MAX_PENDING_TRIGGERS)
+        return request_id
+
+    # -- dynamic schedules ----------------------------------------------------------------
+
+    def add_schedule(
+        self,
+        task: str,
+        *,
+        cron: Optional[str] = None,
+        interval: Optional[float] = None,
+        timezone: str = "UTC",
+        payload: Any = None,
+        schedule_id: Optional[str] = None,
+        **options: Any,
+    ) -> ScheduleSpec:
+        """Store a schedule for task ``task`` (a ``@runner.task`` handler); every runner
+        with the task picks it up within a few seconds. Replaces one with the same id.
+
+        Args:
+            task: the task name.
+            cron: a cron expression (in ``timezone``), or
+            interval: seconds between runs on the UTC grid (exactly one of the two).
+            payload: any JSON value, passed as ``ctx.payload``.
+            schedule_id: the id (also the job key of its runs); default ``TASK-<random>``.
+            **options: ``ttl``, ``overlap``, ``max_attempts``, ``catch_up``, ``jitter``,
+                ``retries``, ``retry_backoff``, as for code registration.
+
+        Raises:
+            ConfigurationError: what registering the same job in code would raise.
+        """
+        check_key(task, "task name")
+        sid = schedule_id if schedule_id is not None else f"{task}-{secrets.token_hex(4)}"
+        if isinstance(interval, bool) or (
+            interval is not None and not isinstance(interval, (int, float))
+        ):
+            raise TypeError(f"interval must be seconds as int or float; got {interval!r}")
+        spec = ScheduleSpec(
+            id=sid,
+            task=task,
+            cron=cron,
+            interval=None if interval is None else float(interval),
+            timezone=timezone,
+            payload=payload,
+            options={k: v for k, v in options.items() if v is not None},
+            created=ms_to_datetime(wall_ms()),
+            created_by=_me(),
+        )
+        unknown = sorted(set(options) - set(SCHEDULE_OPTIONS))
+        if unknown:
+            raise ConfigurationError(
+                f"unknown option(s) {', '.join(map(repr, unknown))}; "
+                f"known options: {', '.join(SCHEDULE_OPTIONS)}"
+            )
+        spec.validate()
+        self.store.put_schedule(sid, spec.to_json())
+        return spec
+
+    def list_schedules(self) -> list[ScheduleSpec]:
+        """Every stored dynamic schedule, sorted by id (unparseable entries are skipped)."""
+        raw = self.store.schedules()
+        out = []
+        for value in raw.values():
+            try:
+                out.append(ScheduleSpec.from_json(value))
+            except ConfigurationError:
+                continue
+        return sorted(out, key=lambda s: s.id)
+
+    def remove_schedule(self, schedule_id: str) -> bool:
+        """Delete a dynamic schedule; True if it existed. Runs in progress finish."""
+        return self.store.remove_schedule(schedule_id)
+
+    def __repr__(self) -> str:
+        return f"Admin(prefix={self.prefix!r})"
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"

@@ -1,0 +1,194 @@
+"""The runner's heap of next slots, and the backlog of claims waiting for a free worker.
+
+Pure bookkeeping on the injected clock's milliseconds (which slot is due: rule 1 of
+[`cronlock.clock`][cronlock.clock]): no store, no threads. The scheduler holds its lock
+around every call.
+
+After each slot the job's next slot is pushed, so the heap holds one entry per job (plus
+re-checks of slots that run elsewhere).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import random
+import secrets
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Optional
+
+from cronlock._stats import StatsCounter
+from cronlock.job import Job
+
+logger = logging.getLogger("cronlock")
+
+# A slot popped this late (beyond catch-up and jitter) still counts as on time.
+SCHEDULING_SLACK_MS = 1000
+
+
+@dataclass(order=True)
+class Entry:
+    """A heap entry: claim ``slot_ms`` of ``job`` at ``due_ms`` (runner clock)."""
+
+    due_ms: int
+    seq: int
+    job: Job = field(compare=False)
+    generation: int = field(compare=False)
+    slot_ms: int = field(compare=False)
+    kind: str = field(compare=False)  # "slot" (new), "watch" (re-check a running one), "claim"
+    owner: str = field(compare=False, default_factory=lambda: secrets.token_hex(8))
+    start_ms: int = field(compare=False, default=0)  # the handler starts no earlier
+    early: bool = field(compare=False, default=False)  # claimed before ``start_ms``
+
+
+def due_slot(job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
+    """The slot to claim for an entry popped at ``now_ms``; None if missed for good.
+
+    A late wake-up (process paused, host suspended) may have passed several slots:
+    the latest one within catch-up runs once, older ones are coalesced into it.
+    """
+    options = job.options
+    latest = job.schedule.latest_at_or_before(now_ms)
+    if latest is not None and latest > slot_ms:
+        slot_ms = latest
+    # Being woken a little after the boundary (jitter, a busy machine) is not missing it.
+    allowed = options.catch_up_ms + options.jitter_ms + SCHEDULING_SLACK_MS
+    return slot_ms if now_ms - slot_ms <= allowed else None
+
+
+class SlotQueue:
+    """Next slots by due time, and claims that wait for a worker (see the module docstring)."""
+
+    def __init__(self, stats: StatsCounter, max_workers: int) -> None:
+        self.stats = stats
+        self.max_workers = max_workers
+        self.heap: list[Entry] = []
+        self.backlog: deque[Entry] = deque()  # due claims waiting for a free worker
+        self.seeded = False
+        self._seq = itertools.count()
+
+    def clear(self) -> None:
+        self.heap.clear()
+        self.backlog.clear()
+        self.seeded = False
+
+    def seed_all(self, jobs: Iterable[Job], now_ms: int) -> None:
+        """Queue the first slot of every enabled job."""
+        self.heap.clear()
+        for job in jobs:
+            if job.enabled:
+                self.seed(job, now_ms)
+        self.seeded = True
+
+    def seed(self, job: Job, now_ms: int) -> None:
+        """Queue the first slot: the latest one within catch-up, else the next one."""
+        latest = job.schedule.latest_at_or_before(now_ms)
+        if latest is not None and now_ms - latest <= job.options.catch_up_ms:
+            self.push_slot(job, latest)
+        else:
+            self.push_slot(job, job.schedule.next_after(now_ms))
+
+    def push_slot(self, job: Job, slot_ms: Optional[int]) -> None:
+        job.next_slot_ms = slot_ms
+        if slot_ms is None:
+            return
+        jitter = random.randint(0, job.options.jitter_ms) if job.options.jitter_ms else 0
+        heapq.heappush(
+            self.heap,
+            Entry(slot_ms + jitter, next(self._seq), job, job.generation, slot_ms, "slot"),
+        )
+
+    def push(self, entry: Entry, due_ms: int) -> None:
+        """Queue ``entry`` (a claim to retry or a slot to re-check) again at ``due_ms``."""
+        entry.due_ms = due_ms
+        entry.seq = next(self._seq)
+        heapq.heappush(self.heap, entry)
+
+    def push_watch(self, job: Job, slot_ms: int, due_ms: int) -> None:
+        """Re-check ``slot_ms`` of ``job`` at ``due_ms`` (another replica handed it over)."""
+        heapq.heappush(
+            self.heap, Entry(due_ms, next(self._seq), job, job.generation, slot_ms, "watch")
+        )
+
+    def next_due(self) -> Optional[int]:
+        return self.heap[0].due_ms if self.heap else None
+
+    def pop_due(self, now_ms: int) -> list[Entry]:
+        batch = []
+        while self.heap and self.heap[0].due_ms <= now_ms:
+            batch.append(heapq.heappop(self.heap))
+        return batch
+
+    def to_claim(self, batch: list[Entry], now_ms: int) -> list[Entry]:
+        """The entries of ``batch`` to claim now; pushes each job's next slot.
+
+        Entries of stopped jobs (older generations) are dropped, and slots missed beyond
+        catch-up are counted and logged.
+        """
+        claims: list[Entry] = []
+        for entry in batch:
+            job = entry.job
+            if entry.generation != job.generation or not job.enabled:
+                continue
+            if entry.kind == "slot":
+                slot = due_slot(job, entry.slot_ms, now_ms)
+                self.push_slot(job, job.schedule.next_after(max(entry.slot_ms, slot or now_ms)))
+                if slot is None:
+                    self.stats.add("slots_missed")
+                    logger.info(
+                        "cronlock: job %r missed its slot(s) before %s (beyond catch-up)",
+                        job.key,
+                        datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat(),
+                    )
+                    continue
+                entry.start_ms = max(entry.due_ms, slot)
+                entry.early = entry.start_ms > now_ms
+                entry.slot_ms = slot
+                entry.kind = "claim"
+            claims.append(entry)
+        return claims
+
+    def within_capacity(self, claims: list[Entry], running: int) -> list[Entry]:
+        """The claims to send now: as many as this runner has idle workers.
+
+        A replica that won more slots than it has workers would start the rest late
+        (and their next slots would find them busy) while other replicas' workers sat
+        idle. The others wait in the backlog, in order, for a worker of this runner to
+        be free; meanwhile a replica with idle workers claims them.
+        """
+        idle = self.max_workers - running
+        if len(claims) <= idle:
+            return claims
+        send, wait = claims[: max(idle, 0)], claims[max(idle, 0) :]
+        for entry in wait:
+            entry.early = False  # claimed after its boundary now
+        self.backlog.extend(wait)
+        logger.debug("cronlock: %d claim(s) wait for a free worker", len(wait))
+        return send
+
+    def from_backlog(self, now_ms: int, running: int) -> list[Entry]:
+        """Backlog claims for this runner's idle workers; those past catch-up are dropped
+        (another replica has run them, or nobody had a worker in time)."""
+        idle = self.max_workers - running
+        batch: list[Entry] = []
+        while self.backlog and len(batch) < idle:
+            entry = self.backlog.popleft()
+            options = entry.job.options
+            late_ms = now_ms - entry.slot_ms
+            allowed = options.catch_up_ms + options.jitter_ms + SCHEDULING_SLACK_MS
+            if entry.kind == "claim" and late_ms > allowed:
+                self.stats.add("slots_no_worker")
+                logger.info(
+                    "cronlock: job %r slot %d not claimed here: no worker of this runner was "
+                    "free within catch-up (max_workers=%d)",
+                    entry.job.key,
+                    entry.slot_ms,
+                    self.max_workers,
+                )
+                continue
+            batch.append(entry)
+        return batch

@@ -1,0 +1,54 @@
+"""Where shared state lives: the [`Store`][cronlock.stores.Store] protocol and its implementations.
+
+A redis-py client given to [`CronRunner`][cronlock.runner.CronRunner] or
+[`Admin`][cronlock.admin.Admin] becomes a [`RedisStore`][cronlock.stores.RedisStore];
+a store may also be passed directly:
+
+```python
+from cronlock.stores import RedisStore
+
+runner = CronRunner(RedisStore(client, prefix="myapp"), prefix="myapp")
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from cronlock.errors import ConfigurationError
+from cronlock.stores.base import Store, Subscription
+from cronlock.stores.redis import RedisStore
+from cronlock.stores.types import ClaimReply, ClaimStatus, HistoryEntry, TriggerReply, TriggerStatus
+
+__all__ = [
+    "ClaimReply",
+    "ClaimStatus",
+    "HistoryEntry",
+    "RedisStore",
+    "Store",
+    "Subscription",
+    "TriggerReply",
+    "TriggerStatus",
+    "as_store",
+]
+
+
+def as_store(store_or_client: Any, prefix: Optional[str] = None) -> Store:
+    """A `Store` as given, or a `RedisStore` on a redis-py client and ``prefix``.
+
+    ``prefix`` None means the store's own (``"cronlock"`` for a client); a store given
+    with another prefix is refused (a runner and its store name one namespace).
+    """
+    if isinstance(store_or_client, RedisStore) or _is_store(store_or_client):
+        if prefix is not None and store_or_client.prefix != prefix:
+            raise ConfigurationError(
+                f"prefix={prefix!r} differs from the store's prefix {store_or_client.prefix!r}"
+            )
+        store: Store = store_or_client
+        return store
+    return RedisStore(store_or_client, "cronlock" if prefix is None else prefix)
+
+
+def _is_store(value: Any) -> bool:
+    """Duck-typed: a redis-py client has none of these, a store has them all."""
+    return all(hasattr(value, name) for name in ("claim_slots", "take_trigger", "errors"))

@@ -1,0 +1,367 @@
+"""`RedisStore`: the [`Store`][cronlock.stores.Store] on Redis (also Valkey, Sentinel, Cluster).
+
+Every key of the runner and the operator side is named in `cronlock._keys`
+and every Lua script is called through `claims`; this class
+is the only place that sends them. Costs are those of the scripts and pipelines behind
+each method: a claim of many slots is one pipeline (one round trip per node), a renew or
+a finish one `EVALSHA`, a sync one pipeline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
+
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisError
+
+from cronlock._keys import (
+    events_channel,
+    history_key,
+    job_key,
+    job_registry_key,
+    pause_all_key,
+    pending_triggers_key,
+    runner_key,
+    schedules_key,
+    schedules_version_key,
+    trigger_key,
+)
+from cronlock._scripts import text
+from cronlock._validate import check_client, check_prefix
+from cronlock.errors import ConfigurationError
+from cronlock.stores.base import Subscription
+from cronlock.stores.redis import claims as _claims
+from cronlock.stores.redis.history import parse_entry
+from cronlock.stores.types import (
+    ClaimReply,
+    FinishInfo,
+    Heartbeat,
+    HistoryEntry,
+    JobState,
+    Replication,
+    Retention,
+    SlotClaim,
+    SyncReply,
+    TriggerClaim,
+    TriggerReply,
+)
+
+__all__ = ["RedisStore"]
+
+#: Heartbeat keys read at most (``SCAN``), so a stray pattern cannot read a whole database.
+SCAN_LIMIT = 10_000
+
+
+class RedisStore:
+    """Shared state of one prefix in Redis.
+
+    Args:
+        client: a redis-py client (``redis.Redis``, a Sentinel master, or
+            ``RedisCluster``), responses decoded or not. Give it a ``socket_timeout``:
+            a Redis that stops answering otherwise blocks its caller until it answers.
+        prefix: namespace of every key; replicas of one app must share it.
+    """
+
+    errors: tuple[type[BaseException], ...] = (RedisError,)
+
+    def __init__(self, client: Any, prefix: str = "cronlock") -> None:
+        self.client = check_client(client)
+        self.prefix = check_prefix(prefix)
+        self._events = events_channel(self.prefix)
+
+    # -- the claim path ---------------------------------------------------------------
+
+    def check_replication(self, replicas: int, timeout_ms: int) -> Optional[Replication]:
+        if not replicas:
+            return None
+        if isinstance(self.client, RedisCluster):
+            raise ConfigurationError(
+                f"wait_replicas={replicas} is not available with RedisCluster (a claim and "
+                "its WAIT must share one connection, which cluster pipelines do not give)"
+            )
+        pool = getattr(self.client, "connection_pool", None)
+        socket_timeout = getattr(pool, "connection_kwargs", {}).get("socket_timeout")
+        if isinstance(socket_timeout, (int, float)) and socket_timeout * 1000 <= timeout_ms:
+            raise ConfigurationError(
+                f"wait_timeout ({timeout_ms / 1000:g} s) must be shorter than the client's "
+                f"socket_timeout ({socket_timeout:g} s): the claim's reply waits for the WAIT"
+            )
+        return Replication(replicas, timeout_ms)
+
+    def _claim_call(self, claim: SlotClaim) -> _claims.Call:
+        state = job_key(self.prefix, claim.key)
+        args: list[Any] = [
+            claim.slot_ms,
+            claim.owner,
+            claim.lease_ms,
+            claim.max_attempts,
+            claim.overlap,
+            claim.holder,
+        ]
+        kept = claim.retention
+        if not kept.max_entries:
+            return [state], args
+        return [state, history_key(self.prefix, claim.key)], [
+            *args,
+            kept.max_entries,
+            kept.max_age_ms,
+        ]
+
+    def claim_slots(
+        self, claims: Sequence[SlotClaim], replication: Optional[Replication] = None
+    ) -> list[Union[ClaimReply, BaseException]]:
+        calls = [self._claim_call(claim) for claim in claims]
+        if len(calls) == 1:
+            return [_claims.claim_call(self.client, calls[0], replication)]
+        return _claims.claim_calls(self.client, calls, replication)
+
+    def state_location(self, key: str) -> str:
+        return f"key {job_key(self.prefix, key)!r}"
+
+    def renew(self, key: str, slot_ms: int, owner: str, lease_ms: int) -> Optional[int]:
+        return _claims.renew(self.client, job_key(self.prefix, key), slot_ms, owner, lease_ms)
+
+    def _history(self, key: str, retention: Retention) -> _claims.HistoryOptions:
+        if not retention.max_entries:
+            return _claims.NO_HISTORY
+        return _claims.HistoryOptions(
+            history_key(self.prefix, key), retention.max_entries, retention.max_age_ms
+        )
+
+    def finish(
+        self,
+        key: str,
+        slot_ms: int,
+        owner: str,
+        outcome: str,
+        *,
+        retention: Retention,
+        info: FinishInfo,
+    ) -> bool:
+        return _claims.finish(
+            self.client,
+            job_key(self.prefix, key),
+            slot_ms,
+            owner,
+            outcome,
+            history=self._history(key, retention),
+            info=info,
+        )
+
+    def take_trigger(self, claim: TriggerClaim) -> TriggerReply:
+        # The history stream is named even when history is off: the script always lists it
+        # as a key, so Redis Cluster routes the call by its hash tag.
+        history = _claims.HistoryOptions(
+            history_key(self.prefix, claim.key),
+            claim.retention.max_entries,
+            claim.retention.max_age_ms,
+        )
+        return _claims.trigger(
+            self.client,
+            job_key(self.prefix, claim.key),
+            trigger_key(self.prefix, claim.key),
+            owner=claim.owner,
+            lease_ms=claim.lease_ms,
+            overlap=claim.overlap,
+            holder=claim.holder,
+            history=history,
+        )
+
+    # -- operations ---------------------------------------------------------------------
+
+    def sync(self, heartbeat: Optional[Heartbeat]) -> SyncReply:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.smembers(pending_triggers_key(self.prefix))
+        pipe.get(schedules_version_key(self.prefix))
+        if heartbeat is not None:
+            key = runner_key(self.prefix, heartbeat.runner_id)
+            pipe.set(key, heartbeat.value, ex=heartbeat.ttl_s)
+        replies = pipe.execute()
+        return SyncReply(
+            pending_triggers=frozenset(text(k) for k in replies[0]),
+            schedules_version=None if replies[1] is None else text(replies[1]),
+        )
+
+    def clear_triggers(self, keys: Sequence[str]) -> None:
+        if keys:
+            self.client.srem(pending_triggers_key(self.prefix), *keys)
+
+    def schedules_version(self) -> Optional[str]:
+        raw = self.client.get(schedules_version_key(self.prefix))
+        return None if raw is None else text(raw)
+
+    def schedules(self) -> dict[str, str]:
+        return _decode(self.client.hgetall(schedules_key(self.prefix)))
+
+    def register_jobs(self, entries: Mapping[str, str]) -> list[str]:
+        """Two round trips (three when pause-all is set and a job is new)."""
+        if not entries:
+            return []
+        registry = job_registry_key(self.prefix)
+        pipe = self.client.pipeline(transaction=False)
+        keys = sorted(entries)
+        for key in keys:
+            pipe.hsetnx(registry, key, entries[key])
+        pipe.hset(registry, mapping=dict(entries))
+        pipe.get(pause_all_key(self.prefix))
+        replies = pipe.execute()
+        new = [key for key, created in zip(keys, replies) if created]
+        if new and replies[-1] is not None:
+            pipe = self.client.pipeline(transaction=False)
+            for key in new:
+                pipe.hset(job_key(self.prefix, key), "paused", "1")
+            pipe.execute()
+        return new
+
+    def delete_heartbeat(self, runner_id: str) -> None:
+        self.client.delete(runner_key(self.prefix, runner_id))
+
+    def publish(self, event: Mapping[str, Any]) -> None:
+        self.client.publish(self._events, json.dumps(dict(event)))
+
+    def subscribe(self) -> Subscription:
+        return _PubSub(self.client, self._events)
+
+    def ping(self) -> None:
+        self.client.ping()
+
+    def time_ms(self) -> int:
+        seconds, micros = self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    # -- the operator side ------------------------------------------------------------
+
+    def registry(self) -> dict[str, str]:
+        return _decode(self.client.hgetall(job_registry_key(self.prefix)))
+
+    def registry_entry(self, key: str) -> Optional[str]:
+        raw = self.client.hget(job_registry_key(self.prefix), key)
+        return None if raw is None else text(raw)
+
+    def job_states(self, keys: Sequence[str]) -> list[JobState]:
+        if not keys:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(job_key(self.prefix, key))
+            pipe.llen(trigger_key(self.prefix, key))
+        replies = pipe.execute()
+        return [
+            JobState(_decode(state), int(pending))
+            for state, pending in zip(replies[::2], replies[1::2])
+        ]
+
+    def history(self, key: str, limit: int) -> list[HistoryEntry]:
+        rows = self.client.xrevrange(history_key(self.prefix, key), count=limit)
+        return [parse_entry(key, entry_id, raw) for entry_id, raw in rows]
+
+    def heartbeats(self) -> list[tuple[str, Optional[float]]]:
+        keys = []
+        for raw in self.client.scan_iter(match=f"{self.prefix}:runner:*", count=500):
+            keys.append(text(raw))
+            if len(keys) >= SCAN_LIMIT:
+                break
+        if not keys:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.get(key)
+            pipe.pttl(key)
+        replies = pipe.execute()
+        return [
+            (text(value), pttl / 1000 if isinstance(pttl, int) and pttl >= 0 else None)
+            for value, pttl in zip(replies[::2], replies[1::2])
+            if value is not None
+        ]
+
+    def schedule_count(self) -> int:
+        return int(self.client.hlen(schedules_key(self.prefix)))
+
+    def pause_all_active(self) -> bool:
+        return bool(self.client.exists(pause_all_key(self.prefix)))
+
+    def forget(self, key: str) -> bool:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(job_registry_key(self.prefix), key)
+        pipe.delete(job_key(self.prefix, key))
+        pipe.delete(history_key(self.prefix, key))
+        pipe.delete(trigger_key(self.prefix, key))
+        return any(pipe.execute())
+
+    def pause(self, key: str) -> None:
+        self.client.hset(job_key(self.prefix, key), "paused", "1")
+
+    def resume(self, key: str) -> None:
+        self.client.hdel(job_key(self.prefix, key), "paused")
+
+    def pause_all(self, keys: Sequence[str]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(pause_all_key(self.prefix), "1")
+        for key in keys:
+            pipe.hset(job_key(self.prefix, key), "paused", "1")
+        pipe.execute()
+
+    def resume_all(self, keys: Sequence[str]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.delete(pause_all_key(self.prefix))
+        for key in keys:
+            pipe.hdel(job_key(self.prefix, key), "paused")
+        pipe.execute()
+
+    def queue_trigger(self, key: str, request: str, max_pending: int) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.rpush(trigger_key(self.prefix, key), request)
+        pipe.ltrim(trigger_key(self.prefix, key), -max_pending, -1)
+        pipe.sadd(pending_triggers_key(self.prefix), key)
+        pipe.publish(self._events, json.dumps({"type": "trigger", "key": key}))
+        pipe.execute()
+
+    def put_schedule(self, schedule_id: str, spec: str) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(schedules_key(self.prefix), schedule_id, spec)
+        pipe.incr(schedules_version_key(self.prefix))
+        pipe.publish(self._events, json.dumps({"type": "schedules"}))
+        pipe.execute()
+
+    def remove_schedule(self, schedule_id: str) -> bool:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(schedules_key(self.prefix), schedule_id)
+        pipe.incr(schedules_version_key(self.prefix))
+        pipe.publish(self._events, json.dumps({"type": "schedules"}))
+        return bool(pipe.execute()[0])
+
+    def __repr__(self) -> str:
+        return f"RedisStore(prefix={self.prefix!r})"
+
+
+def _decode(raw: Mapping[Any, Any]) -> dict[str, str]:
+    return {text(k): text(v) for k, v in raw.items()}
+
+
+class _PubSub:
+    """Wake-up events from the prefix's channel, decoded; non-JSON messages are skipped."""
+
+    def __init__(self, client: Any, channel: str) -> None:
+        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+        try:
+            self._pubsub.subscribe(channel)
+        except BaseException:
+            self.close()
+            raise
+
+    def get(self, timeout: float) -> Optional[dict[str, Any]]:
+        message = self._pubsub.get_message(timeout=timeout)
+        if message is None or message.get("type") != "message":
+            return None
+        try:
+            event = json.loads(text(message.get("data")))
+        except ValueError:
+            return None
+        return event if isinstance(event, dict) else None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing a broken connection may fail
+            self._pubsub.close()

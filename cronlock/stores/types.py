@@ -1,0 +1,216 @@
+"""The values that cross the store seam: requests, typed replies, history entries.
+
+Every store answers in these types, so the runner and the operator side never see a
+store's wire format. Statuses are str-valued Enums: `ClaimStatus.WON == "won"`, and they
+print as their value, so logs, observers and metrics labels read as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, Optional
+
+from cronlock._jsonable import jsonable
+
+__all__ = [
+    "ClaimReply",
+    "ClaimStatus",
+    "FinishInfo",
+    "Heartbeat",
+    "HistoryEntry",
+    "JobState",
+    "Replication",
+    "Retention",
+    "SlotClaim",
+    "SyncReply",
+    "TriggerClaim",
+    "TriggerReply",
+    "TriggerStatus",
+]
+
+
+class _Word(str, Enum):
+    """A str-valued Enum that formats as its value (``f"{ClaimStatus.WON}"`` is ``won``)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class ClaimStatus(_Word):
+    """What a claim of one slot answered (see ``cronlock/scripts/job_claim.lua``)."""
+
+    WON = "won"  # this replica runs the slot
+    TAKEN = "taken"  # the same slot runs elsewhere under a live lease
+    DONE = "done"  # the same slot already finished
+    STALE = "stale"  # older than the latest claimed slot: never run
+    BUSY = "busy"  # a newer slot while the previous run lives, overlap "skip"
+    EXHAUSTED = "exhausted"  # lapsed again after max_attempts: the slot is marked failed
+    PAUSED = "paused"  # the job is paused
+    CORRUPT = "corrupt"  # the job's state is not one the store wrote
+
+
+class TriggerStatus(_Word):
+    """What taking one pending manual run answered (``job_trigger.lua``)."""
+
+    NONE = "none"  # no request pending
+    WON = "won"  # this replica runs it now
+    PAUSED = "paused"  # dropped: the job is paused
+    BUSY = "busy"  # dropped: a run holds a live lease and overlap is "skip"
+    CORRUPT = "corrupt"  # the job's state is not one the store wrote
+
+
+@dataclass(frozen=True)
+class ClaimReply:
+    """What a claim answered; fields not part of a status stay 0 / ""."""
+
+    status: ClaimStatus
+    attempt: int = 0
+    fence: int = 0
+    lease_until_ms: int = 0
+    server_now_ms: int = 0
+    detail: str = ""
+    replicas: int = -1  # replicas that acknowledged the claim (WAIT); -1: not asked
+
+
+@dataclass(frozen=True)
+class TriggerReply:
+    """What taking a pending manual run answered."""
+
+    status: TriggerStatus
+    slot_ms: int = 0
+    fence: int = 0
+    lease_until_ms: int = 0
+    trigger_id: str = ""
+
+
+@dataclass(frozen=True)
+class Replication:
+    """Claims wait for this many replicas to have them, up to ``timeout_ms``."""
+
+    replicas: int
+    timeout_ms: int
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much run history a store keeps per job: ``max_entries`` 0 keeps none,
+    ``max_age_ms`` 0 has no age limit."""
+
+    max_entries: int = 0
+    max_age_ms: int = 0
+
+
+NO_RETENTION = Retention()
+
+
+@dataclass(frozen=True)
+class SlotClaim:
+    """One claim to make: which job and slot, as whom, with which lease and policies."""
+
+    key: str
+    slot_ms: int
+    owner: str
+    lease_ms: int
+    max_attempts: int
+    overlap: str
+    holder: str
+    retention: Retention = NO_RETENTION
+
+
+@dataclass(frozen=True)
+class TriggerClaim:
+    """Take one pending manual run of job ``key`` and start it if its policies allow."""
+
+    key: str
+    owner: str
+    lease_ms: int
+    overlap: str
+    holder: str
+    retention: Retention = NO_RETENTION
+
+
+@dataclass(frozen=True)
+class FinishInfo:
+    """What the history entry of a finished run says besides its outcome."""
+
+    attempt: int = 0
+    fence: int = 0
+    holder: str = ""
+    duration_ms: int = 0
+    error_type: str = ""
+    traceback: str = ""
+    kind: str = "scheduled"
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """A runner's heartbeat: its JSON description, kept for ``ttl_s`` seconds."""
+
+    runner_id: str
+    value: str
+    ttl_s: int
+
+
+@dataclass(frozen=True)
+class SyncReply:
+    """What one periodic sync read: jobs with pending triggers, the schedules' version."""
+
+    pending_triggers: frozenset[str]
+    schedules_version: Optional[str]
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A job's stored claim state (field -> value, as the claim scripts name them) and
+    how many manual runs wait for it."""
+
+    fields: Mapping[str, str]
+    pending_triggers: int
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One entry of a job's run history (newest first from ``Store.history``).
+
+    Attributes:
+        id: the entry id (for Redis, the stream id ``"<server ms>-<seq>"``).
+        at: when the entry was written (the store's clock).
+        key: the job's key.
+        event: see the table in [`cronlock.history`][cronlock.history].
+        kind: ``"scheduled"`` or ``"manual"`` (a triggered run).
+        slot: the scheduled occurrence (for a manual run: when it started).
+        attempt, fencing_token, holder: the run's (``"host:pid:runner"`` for holder).
+        started, finished: for ``running`` and end entries respectively.
+        duration: seconds from handler start to end (end entries).
+        error_type, traceback: for ``failed`` (traceback truncated to 4000 characters).
+        trigger_id, reason: for manual runs and ``skipped`` triggers.
+        fields: every raw field, as strings.
+    """
+
+    id: str
+    at: datetime
+    key: str
+    event: str
+    kind: str = "scheduled"
+    slot: Optional[datetime] = None
+    attempt: Optional[int] = None
+    fencing_token: Optional[int] = None
+    holder: str = ""
+    started: Optional[datetime] = None
+    finished: Optional[datetime] = None
+    duration: Optional[float] = None
+    error_type: Optional[str] = None
+    traceback: Optional[str] = None
+    trigger_id: Optional[str] = None
+    reason: Optional[str] = None
+    fields: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able fields (datetimes as ISO-8601), without ``fields``."""
+        return jsonable(self, exclude=frozenset({"fields"}))
