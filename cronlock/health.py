@@ -5,6 +5,6 @@ The public path of `cronlock.ops.health`, where it is defined.
 
 from __future__ import annotations
 
-from cronlock.ops.health import STALL_AFTER_S, Health, check_health
+from cronlock.ops.health import STALL_AFTER_S, Health, Probed, Vitals, check_health
 
-__all__ = ["STALL_AFTER_S", "Health", "check_health"]
+__all__ = ["STALL_AFTER_S", "Health", "Probed", "Vitals", "check_health"]

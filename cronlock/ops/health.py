@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from cronlock._jsonable import jsonable
 from cronlock.clock import monotonic
 from cronlock.stores import Store
 
-__all__ = ["STALL_AFTER_S", "Health", "check_health"]
+__all__ = ["STALL_AFTER_S", "Health", "Probed", "Vitals", "check_health"]
 
 #: A scheduler thread that has not woken for this long is reported stalled: twice its
 #: longest sleep (``cronlock.runner.scheduler.MAX_SLEEP_S``, 30 s) plus a margin.
@@ -67,41 +67,60 @@ class Health:
         return jsonable(self)
 
 
-def check_health(
-    store: Store,
-    *,
-    scheduler_alive: bool,
-    last_wake: Optional[float],
-    operations_alive: bool,
-    listening: bool,
-    unhandled: Mapping[str, str],
-    last_tick: Optional[datetime],
-) -> Health:
-    """Probe a runner: one PING of its store, plus what its threads last recorded.
+@dataclass(frozen=True)
+class Vitals:
+    """What a runner's threads last recorded, as `check_health` reads it.
 
-    ``last_wake`` is the [`monotonic()`][cronlock.clock.monotonic] of the scheduler's
-    last wake-up; ``unhandled`` maps dynamic schedule ids to task names with no handler.
+    Attributes:
+        scheduler_alive: the scheduler thread runs.
+        last_wake: [`monotonic()`][cronlock.clock.monotonic] of its last wake-up (None: never).
+        operations_alive: the operations thread runs.
+        listening: subscribed to the store's events right now.
+        unhandled: dynamic schedule id -> task name with no handler in this runner.
+        last_tick: when the scheduler last processed due slots (None: not yet).
     """
+
+    scheduler_alive: bool
+    last_wake: Optional[float]
+    operations_alive: bool
+    listening: bool
+    unhandled: Mapping[str, str]
+    last_tick: Optional[datetime]
+
+
+class Probed(Protocol):
+    """What `check_health` needs of a runner: its store and its vitals."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def vitals(self) -> Vitals: ...
+
+
+def check_health(runner: Probed) -> Health:
+    """Probe ``runner``: one PING of its store, plus what its threads last recorded."""
+    vitals = runner.vitals()
     problems: list[str] = []
     warnings: list[str] = []
     started = monotonic()
     try:
-        store.ping()
+        runner.store.ping()
         redis_ok, latency = True, round((monotonic() - started) * 1000, 3)
     except Exception as error:  # any failure to answer is "unreachable"
         redis_ok, latency = False, None
         problems.append(f"Redis unreachable: {error}")
-    alive = scheduler_alive
+    alive = vitals.scheduler_alive
+    last_wake = vitals.last_wake
     idle = None if last_wake is None else round(monotonic() - last_wake, 3)
     if not alive:
         problems.append("the scheduler thread is not running (start() not called, or stopped)")
     elif idle is not None and idle > STALL_AFTER_S:
         problems.append(f"the scheduler thread has not woken for {idle:.0f} s")
-    if alive and not operations_alive:
+    if alive and not vitals.operations_alive:
         warnings.append("the operations thread is not running")
-    elif alive and not listening:
+    elif alive and not vitals.listening:
         warnings.append("not subscribed to the events channel (reconnecting)")
-    for sid, task in sorted(unhandled.items()):
+    for sid, task in sorted(vitals.unhandled.items()):
         warnings.append(f"dynamic schedule {sid!r} names task {task!r}, which has no handler here")
     return Health(
         ok=not problems,
@@ -109,9 +128,9 @@ def check_health(
         redis_latency_ms=latency,
         scheduler_alive=alive,
         scheduler_idle_s=idle,
-        operations_alive=operations_alive,
-        listening=listening,
-        last_tick=last_tick,
+        operations_alive=vitals.operations_alive,
+        listening=vitals.listening,
+        last_tick=vitals.last_tick,
         problems=tuple(problems),
         warnings=tuple(warnings),
     )

@@ -35,7 +35,7 @@ from cronlock.clock import ClockLike, as_clock
 from cronlock.errors import ConfigurationError
 from cronlock.job import Job, default_key, make_caller, parse_options
 from cronlock.ops.admin import Admin
-from cronlock.ops.health import Health, check_health
+from cronlock.ops.health import Health, Vitals, check_health
 from cronlock.runner import forks
 from cronlock.runner.dynamic import TaskRegistry
 from cronlock.runner.host import ErrorHandler, RunnerHost
@@ -292,14 +292,17 @@ class CronRunner(Registration):
 
         See [`check_health`][cronlock.health.check_health].
         """
+        return check_health(self)
+
+    def vitals(self) -> Vitals:
+        """What this runner's threads last recorded, for `check_health`."""
         scheduler, ops = self._scheduler, self._ops
-        return check_health(
-            self.store,
+        return Vitals(
             scheduler_alive=scheduler.alive,
             last_wake=scheduler.last_wake,
             operations_alive=ops.alive,
             listening=ops.listening,
-            unhandled=self.tasks.unhandled,
+            unhandled=dict(self.tasks.unhandled),
             last_tick=self.statistics().last_tick,
         )
 
