@@ -9,7 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-import redis
+from cronlock._redisurl import client_from_url, masked
+from cronlock.errors import ConfigurationError
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -35,7 +36,10 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("other", "exec: the command's own exit status"),
 )
 
-REDIS_URL_HELP = "Redis URL (default: $CRONLOCK_REDIS_URL, else $REDIS_URL)"
+REDIS_URL_HELP = (
+    "redis://, rediss://, unix://, valkey:// or valkeys:// URL "
+    "(default: $CRONLOCK_REDIS_URL, else $REDIS_URL)"
+)
 
 
 class CliError(Exception):
@@ -65,11 +69,13 @@ def connect(args: argparse.Namespace, *, socket_timeout: float = 10.0) -> Any:
     """A ``redis.Redis`` for the URL in ``args``; usage error (2) if the URL is malformed."""
     url = redis_url(args)
     try:
-        return redis.Redis.from_url(
+        return client_from_url(
             url, socket_timeout=socket_timeout, socket_connect_timeout=5, decode_responses=False
         )
+    except ConfigurationError as error:
+        raise CliError(str(error), EXIT_USAGE) from None
     except ValueError as error:
-        raise CliError(f"bad Redis URL {url!r}: {error}", EXIT_USAGE) from None
+        raise CliError(f"bad Redis URL {masked(url)!r}: {error}", EXIT_USAGE) from None
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

