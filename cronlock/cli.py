@@ -54,6 +54,7 @@ from cronlock._cli._common import (
     EXIT_UNAVAILABLE,
     CliError,
     add_global_options,
+    resolve_prefix,
 )
 from cronlock._version import __version__
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_global_options(parser, suppress=False)
+    parser.set_defaults(resolve_prefix=True)
     subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND")
     subparsers.required = True
     for name in COMMANDS:
@@ -110,6 +112,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
     try:
+        if args.resolve_prefix:
+            resolve_prefix(args)
         status = int(args.handler(args))
     except CliError as error:
         print(f"cronlock {args.command_name}: {error}", file=sys.stderr)

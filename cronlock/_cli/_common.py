@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from cronlock._redisurl import client_from_url, masked
+from cronlock._validate import check_prefix
 from cronlock.errors import ConfigurationError
 
 EXIT_OK = 0
@@ -42,6 +43,10 @@ REDIS_URL_HELP = (
 )
 
 
+DEFAULT_PREFIX = "cronlock"
+PREFIX_HELP = "key prefix (default: $CRONLOCK_PREFIX, else cronlock)"
+
+
 class CliError(Exception):
     """An error to print as one line on stderr, exiting with ``code``."""
 
@@ -63,6 +68,27 @@ def redis_url(args: argparse.Namespace) -> str:
         "no Redis URL: pass --redis-url, or set CRONLOCK_REDIS_URL or REDIS_URL",
         EXIT_USAGE,
     )
+
+
+def resolve_prefix(args: argparse.Namespace) -> None:
+    """Set ``args.prefix`` from ``--prefix``, else ``$CRONLOCK_PREFIX``, else ``cronlock``.
+
+    ``args.prefix_from`` records which one it was, for messages. A bad
+    ``$CRONLOCK_PREFIX`` is a usage error naming the variable and its value.
+    """
+    if getattr(args, "prefix", None) is not None:
+        args.prefix_from = "--prefix"
+        return
+    env = os.environ.get("CRONLOCK_PREFIX")
+    if env:
+        try:
+            args.prefix = check_prefix(env)
+        except ConfigurationError as error:
+            raise CliError(f"$CRONLOCK_PREFIX: {error}", EXIT_USAGE) from None
+        args.prefix_from = "CRONLOCK_PREFIX"
+    else:
+        args.prefix = DEFAULT_PREFIX
+        args.prefix_from = "default"
 
 
 def connect(args: argparse.Namespace, *, socket_timeout: float = 10.0) -> Any:
@@ -107,9 +133,7 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         return argparse.SUPPRESS if suppress else value
 
     parser.add_argument("--redis-url", metavar="URL", default=default(None), help=REDIS_URL_HELP)
-    parser.add_argument(
-        "--prefix", default=default("cronlock"), help="key prefix (default: cronlock)"
-    )
+    parser.add_argument("--prefix", default=default(None), help=PREFIX_HELP)
     parser.add_argument(
         "--json", action="store_true", default=default(False), help="machine-readable output"
     )

@@ -15,7 +15,7 @@ from cronlock._cli._common import (
     emit_json,
     render_table,
 )
-from cronlock._cli._ops import admin_for, short
+from cronlock._cli._ops import admin_for, hint_elsewhere, short
 
 NAME = "schedule"
 
@@ -99,12 +99,16 @@ def run_add(args: argparse.Namespace) -> int:
         emit_json(spec.as_dict())
     else:
         print(f"added schedule {spec.id}: task {spec.task}, {spec.describe()}")
+    hint_elsewhere(args, admin)  # stored, but no runner under this prefix will run it
     return EXIT_OK
 
 
 def run_list(args: argparse.Namespace) -> int:
     """Print every schedule."""
-    specs = admin_for(args).list_schedules()
+    admin = admin_for(args)
+    specs = admin.list_schedules()
+    if not specs:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json([s.as_dict() for s in specs])
     elif not specs:
@@ -119,7 +123,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_remove(args: argparse.Namespace) -> int:
     """Delete one schedule; 1 when it did not exist."""
-    removed = admin_for(args).remove_schedule(args.schedule_id)
+    admin = admin_for(args)
+    removed = admin.remove_schedule(args.schedule_id)
+    if not removed:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json({"removed": removed, "id": args.schedule_id})
     else:

@@ -12,7 +12,7 @@ from cronlock._cli._common import (
     add_global_options,
     emit_json,
 )
-from cronlock._cli._ops import admin_for
+from cronlock._cli._ops import admin_for, hint_elsewhere
 from cronlock.errors import ConfigurationError
 
 
@@ -58,6 +58,8 @@ def _steer(args: argparse.Namespace, pause: bool) -> int:
     verb = "paused" if pause else "resumed"
     if args.all:
         count = admin.pause_all() if pause else admin.resume_all()
+        if not count:
+            hint_elsewhere(args, admin)
         if args.json:
             emit_json({verb: count, "all": True})
         else:
@@ -70,6 +72,8 @@ def _steer(args: argparse.Namespace, pause: bool) -> int:
     except (ConfigurationError, TypeError) as error:
         raise CliError(str(error), EXIT_USAGE) from None
     known = any(j.key == args.key for j in admin.jobs())
+    if not known:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json({verb: args.key, "registered": known})
     else:
@@ -93,6 +97,7 @@ def run_trigger(args: argparse.Namespace) -> int:
     try:
         request = admin.trigger(args.key, force=args.force)
     except KeyError as error:
+        hint_elsewhere(args, admin)
         raise CliError(str(error.args[0]), EXIT_FAILURE) from None
     except (ConfigurationError, TypeError) as error:
         raise CliError(str(error), EXIT_USAGE) from None

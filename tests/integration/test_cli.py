@@ -16,8 +16,9 @@ from cronlock.lock import redis_lock
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment without any Redis URL, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CRONLOCK_REDIS_URL")}
+    """The environment without any Redis URL or prefix, plus ``extra``."""
+    unset = ("REDIS_URL", "CRONLOCK_REDIS_URL", "CRONLOCK_PREFIX")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(extra)
     return env
 
