@@ -20,9 +20,9 @@ Exit codes:
 
 =========  ==================================================================
 0          success (doctor: no check failed; exec: the command exited 0)
-1          doctor: at least one check failed; other commands: an error was reported
+1          doctor: a check failed; status: no live runner or a job failing; other: an error
 2          usage error: bad option, expression, timezone, or no Redis URL given
-69         Redis could not be reached (exec: the command was not run)
+69         Redis could not be reached (doctor too; exec: the command was not run)
 70         an unexpected error inside cronlock (a bug: please report it)
 75         exec: the lock is held by another owner; the command was not run
 76         exec: the lock was lost while the command ran; it was sent SIGTERM

@@ -88,12 +88,18 @@ def test_missing_redis_url_is_a_usage_error() -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_unreachable_server_is_a_failed_check() -> None:
-    """``doctor`` against a port nobody listens on exits 1 with a reachable fail line."""
-    out = cronlock("doctor", "--redis-url", f"redis://127.0.0.1:{free_port()}/0")
-    assert out.returncode == 1
-    assert "reachable" in out.stdout
+def test_unreachable_server_is_a_failed_check_and_exit_69() -> None:
+    """``doctor`` against a port nobody listens on prints a reachable fail line and exits
+    69, the status ``cronlock --help`` gives for "Redis could not be reached"."""
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    out = cronlock("doctor", "--redis-url", url)
+    assert out.returncode == 69
+    assert "fail    reachable" in out.stdout
     assert "Traceback" not in out.stderr
+    as_json = cronlock("doctor", "--json", "--redis-url", url)
+    assert as_json.returncode == 69
+    assert json.loads(as_json.stdout)["checks"][0]["name"] == "reachable"
+    assert "69" in cronlock("--help").stdout
 
 
 def test_valkey_urls_are_accepted_like_redis_urls(redis_server: RedisServer) -> None:
