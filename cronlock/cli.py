@@ -13,8 +13,10 @@ Commands::
     cronlock run MODULE:ATTR [--stop-timeout S]
 
 Global options (before or after the command): ``--redis-url URL`` (else
-``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``), ``--prefix`` (default ``cronlock``),
-``--json`` (machine-readable output on stdout), ``-v``/``-vv`` (log to stderr).
+``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``; ``valkey://`` and ``valkeys://`` are read
+as ``redis://`` and ``rediss://``), ``--prefix`` (else ``$CRONLOCK_PREFIX``, else
+``cronlock``), ``--json`` (machine-readable output on stdout), ``-v``/``-vv`` (log to
+stderr). ``run`` takes only ``-v``: the runner it loads has its own client and prefix.
 
 Exit codes:
 

@@ -122,21 +122,28 @@ def emit_json(data: Any, stream: TextIO | None = None) -> None:
     out.write("\n")
 
 
-def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+def add_global_options(
+    parser: argparse.ArgumentParser, *, suppress: bool, connection: bool = True
+) -> None:
     """Options accepted before and after the command name.
 
     The subcommand copies use ``SUPPRESS`` defaults, so ``cronlock --json doctor`` and
     ``cronlock doctor --json`` both work and neither overrides the other with a default.
+    With ``connection=False`` only ``-v`` is added (for ``run``, whose runner brings its
+    own client and prefix).
     """
 
     def default(value: Any) -> Any:
         return argparse.SUPPRESS if suppress else value
 
-    parser.add_argument("--redis-url", metavar="URL", default=default(None), help=REDIS_URL_HELP)
-    parser.add_argument("--prefix", default=default(None), help=PREFIX_HELP)
-    parser.add_argument(
-        "--json", action="store_true", default=default(False), help="machine-readable output"
-    )
+    if connection:
+        parser.add_argument(
+            "--redis-url", metavar="URL", default=default(None), help=REDIS_URL_HELP
+        )
+        parser.add_argument("--prefix", default=default(None), help=PREFIX_HELP)
+        parser.add_argument(
+            "--json", action="store_true", default=default(False), help="machine-readable output"
+        )
     parser.add_argument(
         "-v",
         "--verbose",

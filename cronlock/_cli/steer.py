@@ -32,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             ),
         )
         add_global_options(parser, suppress=True)
-        parser.add_argument("key", nargs="?", metavar="KEY")
+        parser.add_argument(
+            "key", nargs="?", metavar="KEY", help="the job's key (see: cronlock jobs)"
+        )
         parser.add_argument("--all", action="store_true", help="every registered job")
         parser.set_defaults(handler=run_pause if name == "pause" else run_resume)
     parser = subparsers.add_parser(
@@ -46,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     add_global_options(parser, suppress=True)
-    parser.add_argument("key", metavar="KEY")
+    parser.add_argument("key", metavar="KEY", help="the job's key (see: cronlock jobs)")
     parser.add_argument("--force", action="store_true", help="ignore pause and overlap")
     parser.set_defaults(handler=run_trigger)
 

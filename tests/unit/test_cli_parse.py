@@ -58,6 +58,36 @@ def test_a_bad_cronlock_prefix_names_the_variable(monkeypatch: pytest.MonkeyPatc
     assert "' padded'" in str(error.value)
 
 
+def _options_without_help(parser: argparse.ArgumentParser, path: str) -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                missing += _options_without_help(sub, f"{path} {name}")
+        elif not action.help or action.help == argparse.SUPPRESS:
+            missing.append(f"{path}: {'/'.join(action.option_strings) or action.dest}")
+    return missing
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    """``--help`` of every command and subcommand explains each option and argument."""
+    assert _options_without_help(build_parser(), "cronlock") == []
+
+
+def test_run_offers_no_connection_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """`run` takes no --redis-url/--prefix/--json: its runner has its own client and prefix."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    run_parser = commands.choices["run"]
+    offered = {o for action in run_parser._actions for o in action.option_strings}
+    assert offered == {"-h", "--help", "-v", "--verbose", "--stop-timeout"}
+    assert "ignored" not in run_parser.format_help()
+    assert main(["--prefix", "app", "run", "nowhere:runner"]) == 2
+    assert "--prefix given, but `run` does not use it" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as parse_error:
+        main(["run", "--redis-url", "redis://h", "nowhere:runner"])
+    assert parse_error.value.code == 2
+
+
 def test_exec_keeps_the_command_options_for_the_command() -> None:
     """Everything after ``--`` is the command, even options cronlock also has."""
     args = build_parser().parse_args(
