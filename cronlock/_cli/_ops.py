@@ -53,7 +53,7 @@ def elsewhere(admin: Admin, *, runners_here: Optional[int] = None) -> Optional[s
 def hint_elsewhere(
     args: argparse.Namespace, admin: Admin, *, runners_here: Optional[int] = None
 ) -> bool:
-    """Print :func:`elsewhere`'s hint on stderr, if there is one; True if printed."""
+    """Print `elsewhere`'s hint on stderr, if there is one; True if printed."""
     hint = elsewhere(admin, runners_here=runners_here)
     if hint is not None:
         print(f"cronlock {args.command_name}: {hint}", file=sys.stderr)
