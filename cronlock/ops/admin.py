@@ -1,8 +1,9 @@
 """``Admin``: see and steer the jobs of a fleet of runners, from any process.
 
-``Admin(client, prefix)`` needs no runner: it reads and writes the same Redis keys the
-runners use (see `cronlock._keys`), so a management script, a web endpoint or the
-``cronlock`` CLI can use it. Every runner honours what it writes:
+``Admin(store_or_client, prefix)`` needs no runner: it reads and writes the same shared
+state the runners use, through their [`Store`][cronlock.stores.Store] (a redis-py client
+becomes a [`RedisStore`][cronlock.stores.RedisStore]), so a management script, a web
+endpoint or the ``cronlock`` CLI can use it. Every runner honours what it writes:
 
 * ``pause(key)`` / ``resume(key)`` set a flag in the job's state hash, which the claim
   script checks (no extra round trip): every replica skips the job from its next claim,
@@ -165,7 +166,7 @@ def _status(
 
 
 class Admin:
-    """Inspect and steer jobs through Redis; usable from any process, no runner needed.
+    """Inspect and steer jobs through their store; usable from any process, no runner needed.
 
     Args:
         store: a [`Store`][cronlock.stores.Store], or a redis-py client (``redis.Redis``

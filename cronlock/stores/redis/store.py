@@ -9,7 +9,6 @@ a finish one `EVALSHA`, a sync one pipeline.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
@@ -34,6 +33,8 @@ from cronlock._validate import check_client, check_prefix
 from cronlock.errors import ConfigurationError
 from cronlock.stores.base import Subscription
 from cronlock.stores.redis import claims as _claims
+from cronlock.stores.redis import scans
+from cronlock.stores.redis.events import PubSub
 from cronlock.stores.redis.history import parse_entry
 from cronlock.stores.types import (
     ClaimReply,
@@ -50,9 +51,6 @@ from cronlock.stores.types import (
 )
 
 __all__ = ["RedisStore"]
-
-#: Heartbeat keys read at most (``SCAN``), so a stray pattern cannot read a whole database.
-SCAN_LIMIT = 10_000
 
 
 class RedisStore:
@@ -223,7 +221,7 @@ class RedisStore:
         self.client.publish(self._events, json.dumps(dict(event)))
 
     def subscribe(self) -> Subscription:
-        return _PubSub(self.client, self._events)
+        return PubSub(self.client, self._events)
 
     def ping(self) -> None:
         self.client.ping()
@@ -259,23 +257,12 @@ class RedisStore:
         return [parse_entry(key, entry_id, raw) for entry_id, raw in rows]
 
     def heartbeats(self) -> list[tuple[str, Optional[float]]]:
-        keys = []
-        for raw in self.client.scan_iter(match=f"{self.prefix}:runner:*", count=500):
-            keys.append(text(raw))
-            if len(keys) >= SCAN_LIMIT:
-                break
-        if not keys:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for key in keys:
-            pipe.get(key)
-            pipe.pttl(key)
-        replies = pipe.execute()
-        return [
-            (text(value), pttl / 1000 if isinstance(pttl, int) and pttl >= 0 else None)
-            for value, pttl in zip(replies[::2], replies[1::2])
-            if value is not None
-        ]
+        return scans.heartbeats(self.client, self.prefix)
+
+    def prefixes_with_runners(self) -> dict[str, int]:
+        """Prefixes with live runners in this database (any prefix), and how many each
+        has; bounded (see `cronlock.stores.redis.scans`)."""
+        return scans.prefixes_with_runners(self.client)
 
     def schedule_count(self) -> int:
         return int(self.client.hlen(schedules_key(self.prefix)))
@@ -339,29 +326,3 @@ class RedisStore:
 
 def _decode(raw: Mapping[Any, Any]) -> dict[str, str]:
     return {text(k): text(v) for k, v in raw.items()}
-
-
-class _PubSub:
-    """Wake-up events from the prefix's channel, decoded; non-JSON messages are skipped."""
-
-    def __init__(self, client: Any, channel: str) -> None:
-        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
-        try:
-            self._pubsub.subscribe(channel)
-        except BaseException:
-            self.close()
-            raise
-
-    def get(self, timeout: float) -> Optional[dict[str, Any]]:
-        message = self._pubsub.get_message(timeout=timeout)
-        if message is None or message.get("type") != "message":
-            return None
-        try:
-            event = json.loads(text(message.get("data")))
-        except ValueError:
-            return None
-        return event if isinstance(event, dict) else None
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):  # closing a broken connection may fail
-            self._pubsub.close()
