@@ -14,6 +14,9 @@ The time rule:
 
 Records written for people (history entry times, "created at", durations shown to an
 operator) use [`wall_ms()`][cronlock.clock.wall_ms] and [`utc_now()`][cronlock.clock.utc_now].
+So do the operator's views: `Admin.jobs()` counts a run's lease as live by this
+machine's clock, so an operator host whose clock is off shows a lease as live or lapsed
+that much early or late; nothing decides anything on it.
 Every read of time in the runner, the stores and the operator side goes through this
 module; nothing else calls `time.time()`, `time.monotonic()` or `datetime.now()`.
 
