@@ -19,5 +19,6 @@
 from __future__ import annotations
 
 from cronlock.runner.facade import AFTER_FORK, CronRunner
+from cronlock.runner.host import ErrorHandler
 
-__all__ = ["AFTER_FORK", "CronRunner"]
+__all__ = ["AFTER_FORK", "CronRunner", "ErrorHandler"]
