@@ -9,6 +9,7 @@ database is flushed before each test, so point it at a database you can spare.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -66,3 +67,15 @@ def client(request: pytest.FixtureRequest, redis_url: str) -> Iterator[redis.Red
 def fake_clock() -> FakeClock:
     """A clock that moves only when the test says so."""
     return FakeClock(1_700_000_000.0)
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port where connections are refused for the whole test.
+
+    The port is bound but not listening: nothing can accept on it, and no other process
+    (a parallel worker's server) can take it meanwhile, as it could a port that was free
+    a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from cronlock._server import RedisServer, free_port
+from cronlock._server import RedisServer
 from cronlock.lock import redis_lock
 
 
@@ -87,9 +87,9 @@ def test_missing_redis_url_is_a_usage_error() -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_unreachable_server_is_a_failed_check() -> None:
+def test_unreachable_server_is_a_failed_check(refused_port: int) -> None:
     """``doctor`` against a port nobody listens on exits 1 with a reachable fail line."""
-    out = cronlock("doctor", "--redis-url", f"redis://127.0.0.1:{free_port()}/0")
+    out = cronlock("doctor", "--redis-url", f"redis://127.0.0.1:{refused_port}/0")
     assert out.returncode == 1
     assert "reachable" in out.stdout
     assert "Traceback" not in out.stderr

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cronlock._keys import LockKeys
-from cronlock._server import RedisServer, free_port
+from cronlock._server import RedisServer
 from cronlock.lock import inspect, redis_lock
 from cronlock.testing import wait_until
 
@@ -169,11 +169,13 @@ def test_lost_lock_terminates_the_child_and_exits_76(
     assert "was lost" in proc.stderr.read()
 
 
-def test_unreachable_redis_exits_69_without_running(tmp_path: Path, key: str) -> None:
+def test_unreachable_redis_exits_69_without_running(
+    tmp_path: Path, key: str, refused_port: int
+) -> None:
     """Fail closed: no Redis, no run, exit 69."""
     marker = tmp_path / "ran"
     out = run_exec(
-        f"redis://127.0.0.1:{free_port()}/0", key, "--ttl", "5", command=["touch", str(marker)]
+        f"redis://127.0.0.1:{refused_port}/0", key, "--ttl", "5", command=["touch", str(marker)]
     )
     assert out.returncode == 69
     assert not marker.exists()

@@ -312,10 +312,11 @@ def test_unreachable_postgres_neither_breaks_nor_slows_runs(
     schema: str,
     histories: list[PostgresHistory],
     caplog: pytest.LogCaptureFixture,
+    refused_port: int,
 ) -> None:
     """With PostgreSQL unreachable, runs go on; past the buffer, records drop with one WARNING."""
     caplog.set_level(logging.WARNING, logger="cronlock.postgres")
-    history = _history(histories, _dsn_with("127.0.0.1", free_port()), schema, buffer=3)
+    history = _history(histories, _dsn_with("127.0.0.1", refused_port), schema, buffer=3)
     clock = FakeClock(T0 - 1)
     runner = CronRunner(client, prefix=PREFIX, clock=clock, default_ttl=5, observers=[history])
     ran: list[int] = []
