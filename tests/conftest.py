@@ -4,6 +4,9 @@ Each pytest run starts its own server (see ``cronlock._server`` for which binary
 tests can flush, kill, pause and restart it without touching anything else on the
 machine. Set ``REDIS_URL`` to also run the ``client`` tests against that server; its
 database is flushed before each test, so point it at a database you can spare.
+
+A process a test started (``tests/procs.py``) whose process group is still alive after
+the test's teardown is ended and fails the test.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import redis
 
 from cronlock._server import RedisServer
 from cronlock.clock import FakeClock
+from tests import procs
 
 
 @pytest.fixture(scope="session")
@@ -34,9 +38,9 @@ def server_factory() -> Iterator[Callable[..., RedisServer]]:
     started: list[RedisServer] = []
 
     def make(**kwargs: Any) -> RedisServer:
-        server = RedisServer(**kwargs).start()
-        started.append(server)
-        return server
+        server = RedisServer(**kwargs)
+        started.append(server)  # before start(): a failed start is cleaned up too
+        return server.start()
 
     yield make
     for server in started:
@@ -79,3 +83,21 @@ def refused_port() -> Iterator[int]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         yield int(sock.getsockname()[1])
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Iterator[None]:
+    """Fail a test that leaves a process group of its own alive, after ending it.
+
+    Autouse, so it is set up before the test's other function-scoped fixtures and torn
+    down after them: processes those fixtures end in their teardown do not count."""
+    mark = len(procs.started())
+    yield
+    leaked = procs.alive_since(mark)
+    if leaked:
+        procs.end_all(leaked, timeout=5)
+        pytest.fail(
+            "the test left these processes running (ended now): "
+            + "; ".join(f"pid {p.pid}: {p.args!r}" for p in leaked),
+            pytrace=False,
+        )

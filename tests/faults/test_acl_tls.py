@@ -23,10 +23,11 @@ from redis.exceptions import NoPermissionError
 
 from cronlock import CronRunner, JobContext, redis_lock
 from cronlock._scripts import SCRIPTS_DIR
-from cronlock._server import RedisServer
+from cronlock._server import START_ATTEMPTS, RedisServer
 from cronlock.errors import LockNotAcquired
 from cronlock.schedules import IntervalSchedule
 from cronlock.testing import wait_until
+from tests import procs
 
 CLIENT_COMMANDS = ["evalsha", "script|load", "blpop"]
 SCRIPT_COMMANDS = [
@@ -261,42 +262,54 @@ def tls_server(tmp_path: Path) -> Iterator[RedisServer]:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make a test certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
+    procs.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
          "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
          "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
+        check=True, capture_output=True, timeout=60,
     )  # fmt: skip
     server = RedisServer()
-    tls_port = server.port
-    server.port = 0  # plain TCP off: only TLS
-    server.extra_args = (
-        "--tls-port", str(tls_port), "--tls-cert-file", str(cert),
-        "--tls-key-file", str(key), "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no",
-    )  # fmt: skip
+    server.cert = str(cert)  # type: ignore[attr-defined]
+    proc = None
     try:
-        proc = subprocess.Popen(
-            [server.binary, "--port", "0", "--bind", "127.0.0.1", "--save", "",
-             "--dir", server.dir, *server.extra_args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-        server.process = proc  # type: ignore[assignment]
-        server.port = tls_port
-        client = redis.Redis.from_url(
-            f"rediss://127.0.0.1:{tls_port}/0", ssl_ca_certs=str(cert), socket_timeout=2
-        )
-        for _ in range(200):
-            if proc.poll() is not None:
-                _skip_unless_tls_is_missing(server.binary, proc.stdout.read())  # type: ignore[union-attr]
-            try:
-                client.ping()
+        for attempt in range(START_ATTEMPTS):  # a new port if another process took ours
+            server.port = server.port_picker()
+            log = tmp_path / f"server-{attempt}.log"
+            with log.open("w") as out:
+                proc = procs.spawn(
+                    [server.binary, "--port", "0",  # plain TCP off: only TLS
+                     "--bind", "127.0.0.1", "--save", "", "--dir", server.dir,
+                     "--tls-port", str(server.port), "--tls-cert-file", str(cert),
+                     "--tls-key-file", str(key), "--tls-ca-cert-file", str(cert),
+                     "--tls-auth-clients", "no"],
+                    stdout=out, stderr=subprocess.STDOUT,
+                )  # fmt: skip
+            server.process = proc
+            # Only a server holding our certificate passes verification: it is ours.
+            client = redis.Redis.from_url(
+                f"rediss://127.0.0.1:{server.port}/0", ssl_ca_certs=str(cert), socket_timeout=2
+            )
+            wait_until(lambda p=proc, c=client: p.poll() is not None or _answers(c), timeout=10)
+            client.close()
+            if proc.poll() is None:
                 break
-            except redis.ConnectionError:
-                threading.Event().wait(0.05)
-        server.cert = str(cert)  # type: ignore[attr-defined]
+            output = log.read_text()
+            if "address already in use" not in output.lower():
+                _skip_unless_tls_is_missing(server.binary, output)
+        else:
+            pytest.fail(f"no TLS port could be bound in {START_ATTEMPTS} attempts")
         yield server
     finally:
+        if proc is not None:
+            procs.end(proc)
         server.stop()
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
 
 
 def test_rediss_tls(tls_server: RedisServer) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from cronlock._server import RedisServer
 from cronlock.lock import redis_lock
+from tests import procs
 
 
 def cli_env(**extra: str) -> dict[str, str]:
@@ -26,7 +27,7 @@ def cronlock(
     *args: str, env: dict[str, str] | None = None, **kw: Any
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m cronlock ARGS`` to completion."""
-    return subprocess.run(
+    return procs.run(
         [sys.executable, "-m", "cronlock", *args],
         check=False,
         capture_output=True,

@@ -25,6 +25,7 @@ import redis
 from cronlock import ConfigurationError, CronRunner, FakeClock, JobContext
 from cronlock.observers import RunRecord
 from cronlock.testing import free_port, wait_until
+from tests import procs
 
 psycopg = pytest.importorskip("psycopg")
 from cronlock.postgres import COLUMNS, PostgresHistory  # noqa: E402
@@ -428,8 +429,7 @@ def test_a_forked_child_writes_through_its_own_connection(
                 code = 0 if history.close(timeout=20) and history.written == 1 else 2
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert procs.reap(pid) == 0
     assert history.close(timeout=30)
     assert history._conn is None or history._conn.info.backend_pid == backend
     rows = _rows(schema)
