@@ -5,8 +5,14 @@ tests can flush, kill, pause and restart it without touching anything else on th
 machine. Set ``REDIS_URL`` to also run the ``client`` tests against that server; its
 database is flushed before each test, so point it at a database you can spare.
 
-A process a test started (``tests/procs.py``) whose process group is still alive after
-the test's teardown is ended and fails the test.
+Two safety nets run around every test:
+
+* a process the test started (``tests/procs.py``) whose process group is still alive
+  after the test's teardown is ended and fails the test;
+* a ``CronRunner`` still started at the end of a test module is stopped, and fails the
+  module's last test; one still started on a ``server_factory`` server when the test
+  ends, or on the session's server when the run ends, is stopped before that server is
+  and fails too. No runner keeps logging connection errors after its server is gone.
 """
 
 from __future__ import annotations
@@ -19,22 +25,46 @@ from typing import Any, Callable
 import pytest
 import redis
 
+from cronlock import runner as runner_module
 from cronlock._server import RedisServer
 from cronlock.clock import FakeClock
 from tests import procs
 
 
+def _started_runners() -> list[runner_module.CronRunner]:
+    return [r for r in list(runner_module._runners) if r.running]
+
+
+def _stop_runners_of(server: RedisServer) -> list[runner_module.CronRunner]:
+    """Stop the started runners whose client talks to ``server``; those runners."""
+    found = []
+    for r in _started_runners():
+        kwargs = getattr(getattr(r.client, "connection_pool", None), "connection_kwargs", {})
+        if kwargs.get("port") == server.port and kwargs.get("host") in (server.host, "localhost"):
+            r.stop(timeout=5)
+            found.append(r)
+    return found
+
+
+def _describe(runners: list[runner_module.CronRunner]) -> str:
+    return ", ".join(f"{r!r} jobs={[j.key for j in r.jobs]}" for r in runners)
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    """One private server for the whole run."""
+    """One private server for the whole run; runners still using it are stopped first."""
     server = RedisServer().start()
     yield server
+    left = _stop_runners_of(server)
     server.stop()
+    if left:
+        pytest.fail(f"runners still started at the end of the run: {_describe(left)}")
 
 
 @pytest.fixture
 def server_factory() -> Iterator[Callable[..., RedisServer]]:
-    """Start extra private servers (for fault tests); all are stopped after the test."""
+    """Start extra private servers (for fault tests); all are stopped after the test,
+    after any runner the test left started on them (which fails the test)."""
     started: list[RedisServer] = []
 
     def make(**kwargs: Any) -> RedisServer:
@@ -43,8 +73,14 @@ def server_factory() -> Iterator[Callable[..., RedisServer]]:
         return server.start()
 
     yield make
+    left = [r for server in started for r in _stop_runners_of(server)]
     for server in started:
         server.stop()
+    if left:
+        pytest.fail(
+            f"runners left started on the test's servers (stopped now): {_describe(left)}",
+            pytrace=False,
+        )
 
 
 def _targets() -> list[str]:
@@ -99,5 +135,25 @@ def _no_process_outlives_its_test() -> Iterator[None]:
         pytest.fail(
             "the test left these processes running (ended now): "
             + "; ".join(f"pid {p.pid}: {p.args!r}" for p in leaked),
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_runner_outlives_its_module() -> Iterator[None]:
+    """Stop every CronRunner still started when a test module ends, and fail loudly.
+
+    Module-scoped and autouse: torn down after the module's other fixtures (which may
+    legitimately share a started runner across its tests) and before the session's
+    server, so a forgotten runner never outlives the server it talks to."""
+    yield
+    left = _started_runners()
+    for r in left:
+        r.stop(timeout=5)
+    if left:
+        pytest.fail(
+            f"{len(left)} CronRunner(s) still started at the end of the module (stopped "
+            "now); stop every runner a test or fixture starts, in a finally or teardown: "
+            + _describe(left),
             pytrace=False,
         )
