@@ -2,8 +2,18 @@
 
 Each pytest run starts its own server (see ``cronlock._server`` for which binary), so
 tests can flush, kill, pause and restart it without touching anything else on the
-machine. Set ``REDIS_URL`` to also run the ``client`` tests against that server; its
-database is flushed before each test, so point it at a database you can spare.
+machine.
+
+The suite never takes a Redis URL from the environment it runs in: ``REDIS_URL`` and
+``CRONLOCK_REDIS_URL`` are removed from ``os.environ`` when this file is loaded, so a
+URL exported for your application is neither used nor flushed (tests that exercise
+those variables set them themselves, and processes the tests start inherit neither).
+
+To also run the ``client``/``redis_url`` tests against a server of your own, set
+``CRONLOCK_TEST_REDIS_URL`` (read once, when this file is loaded). Its database is
+flushed before each of those tests, so the suite first checks that it is empty
+(``DBSIZE`` 0): a database holding keys the suite did not write is refused, and those
+tests are skipped with the reason. Point it at an empty database you can spare.
 
 Two safety nets run around every test:
 
@@ -20,7 +30,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import pytest
 import redis
@@ -29,6 +39,11 @@ from cronlock import runner as runner_module
 from cronlock._server import RedisServer
 from cronlock.clock import FakeClock
 from tests import procs
+
+#: Read once, at collection; the live environment is never consulted in fixtures.
+EXTRA_URL: Optional[str] = os.environ.get("CRONLOCK_TEST_REDIS_URL") or None
+for _name in ("REDIS_URL", "CRONLOCK_REDIS_URL"):
+    os.environ.pop(_name, None)
 
 
 def _started_runners() -> list[runner_module.CronRunner]:
@@ -84,14 +99,43 @@ def server_factory() -> Iterator[Callable[..., RedisServer]]:
 
 
 def _targets() -> list[str]:
-    return ["private", "env"] if os.environ.get("REDIS_URL") else ["private"]
+    return ["private", "extra"] if EXTRA_URL else ["private"]
+
+
+@pytest.fixture(scope="session")
+def extra_server_refusal() -> Optional[str]:
+    """Why ``CRONLOCK_TEST_REDIS_URL`` may not be used, or None once it was found empty.
+
+    Checked once per run, before the suite writes anything there: from then on the
+    database holds only what the suite wrote, and it is flushed before each test."""
+    assert EXTRA_URL is not None
+    with redis.Redis.from_url(EXTRA_URL, socket_timeout=5) as c:
+        try:
+            keys = c.dbsize()
+        except redis.RedisError as exc:
+            return f"CRONLOCK_TEST_REDIS_URL={EXTRA_URL} is unusable: {exc}"
+    if keys:
+        return (
+            f"CRONLOCK_TEST_REDIS_URL={EXTRA_URL} holds {keys} keys the suite did not "
+            "write; it flushes the database before each test, so it only uses an empty one"
+        )
+    return None
 
 
 @pytest.fixture(params=_targets())
 def redis_url(request: pytest.FixtureRequest, redis_server: RedisServer) -> str:
-    """The URL of a server this test may flush: the private one, and REDIS_URL if set."""
-    url = redis_server.url if request.param == "private" else os.environ["REDIS_URL"]
-    redis.Redis.from_url(url).flushdb()
+    """The URL of a server this test may flush: the private one, and
+    CRONLOCK_TEST_REDIS_URL if set (and empty when the run began)."""
+    if request.param == "private":
+        url = redis_server.url
+    else:
+        refusal = request.getfixturevalue("extra_server_refusal")
+        if refusal:
+            pytest.skip(refusal)
+        assert EXTRA_URL is not None
+        url = EXTRA_URL
+    with redis.Redis.from_url(url) as c:
+        c.flushdb()
     return url
 
 
