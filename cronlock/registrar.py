@@ -94,12 +94,12 @@ def _required_positional(fn: Any) -> int:
 def add_task_handler(handlers: dict[str, Callable[..., Any]], name: str, fn: Any) -> bool:
     """Make `fn` the handler of task `name` in `handlers`; False if it already was.
 
+    The same function registered twice under one name is not an error (an import run
+    twice); another function under a taken name is.
+
     Raises:
-        ConfigurationError: the name is not a valid key, `fn` is not a valid handler,
-            or another handler has the name.
+        ConfigurationError: another handler has the name.
     """
-    check_key(name, "task name")
-    make_caller(fn)  # refuse a bad signature now, not at the first run
     known = handlers.get(name)
     if known is fn:
         return False
@@ -129,7 +129,7 @@ class JobSpec:
     schedule: Schedule
     fn: Callable[..., Any]
     call: Callable[[JobContext], Any]
-    options: Mapping[str, Any] = field(default=_NO_OPTIONS)
+    options: Mapping[str, Any] = field(default_factory=lambda: _NO_OPTIONS)
     tags: frozenset[Any] = frozenset()
     zoned: Optional[Callable[[str], Schedule]] = field(default=None, compare=False)
 

@@ -16,6 +16,7 @@ from cronlock._cli._common import (
     render_table,
 )
 from cronlock._cli._ops import admin_for, short
+from cronlock.options import OPTIONS, JobOption
 
 NAME = "schedule"
 
@@ -49,13 +50,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add.add_argument("--timezone", default="UTC", metavar="TZ", help="for --cron (default UTC)")
     add.add_argument("--payload", metavar="JSON", help="JSON value passed as ctx.payload")
     add.add_argument("--id", dest="schedule_id", metavar="ID", help="default: TASK-<random>")
-    add.add_argument("--ttl", type=float, metavar="SECONDS")
-    add.add_argument("--overlap", choices=("skip", "allow", "replace"))
-    add.add_argument("--max-attempts", type=int)
-    add.add_argument("--catch-up", type=float, metavar="SECONDS")
-    add.add_argument("--jitter", type=float, metavar="SECONDS")
-    add.add_argument("--retries", type=int)
-    add.add_argument("--timeout", type=float, metavar="SECONDS", help="cancel a run after this")
+    for option in OPTIONS:  # one flag per option a dynamic schedule may set
+        if option.dynamic:
+            add.add_argument(
+                f"--{option.name.replace('_', '-')}",
+                dest=option.name,
+                type=option.cli_type,
+                choices=option.choices or None,
+                metavar=None if option.choices else _metavar(option),
+                help=option.help,
+            )
     add.set_defaults(handler=run_add)
 
     listing = sub.add_parser("list", help="list schedules")
@@ -66,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_global_options(remove, suppress=True)
     remove.add_argument("schedule_id", metavar="ID")
     remove.set_defaults(handler=run_remove)
+
+
+def _metavar(option: JobOption) -> str:
+    return "SECONDS" if option.cli_type is float else "N"
 
 
 def run_add(args: argparse.Namespace) -> int:
@@ -85,13 +93,7 @@ def run_add(args: argparse.Namespace) -> int:
             timezone=args.timezone,
             payload=payload,
             schedule_id=args.schedule_id,
-            ttl=args.ttl,
-            overlap=args.overlap,
-            max_attempts=args.max_attempts,
-            catch_up=args.catch_up,
-            jitter=args.jitter,
-            retries=args.retries,
-            timeout=args.timeout,
+            **{o.name: getattr(args, o.name) for o in OPTIONS if o.dynamic},
         )
     except (ValueError, TypeError) as error:  # ConfigurationError is a ValueError
         raise CliError(str(error), EXIT_USAGE) from None
