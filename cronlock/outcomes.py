@@ -148,7 +148,6 @@ class OutcomeWords:
     counter: Optional[str]
 
 
-#: The one table of the words each run outcome is stored under (see the module docstring).
 RUN_OUTCOMES: Mapping[RunOutcome, OutcomeWords] = MappingProxyType(
     {
         RunOutcome.SUCCEEDED: OutcomeWords(
@@ -163,6 +162,7 @@ RUN_OUTCOMES: Mapping[RunOutcome, OutcomeWords] = MappingProxyType(
         RunOutcome.LOST: OutcomeWords(None, None, None, None),
     }
 )
+"""The one table of the words each run outcome is stored under (see the module docstring)."""
 
 _BY_FINISH = {w.finish: o for o, w in RUN_OUTCOMES.items() if w.finish is not None}
 _BY_EVENT = {w.history: o for o, w in RUN_OUTCOMES.items() if w.history is not None}

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
 import pytest
 
+from cronlock.observers import RunRecord
 from cronlock.outcomes import (
     RUN_OUTCOMES,
     ClaimStatus,
@@ -105,3 +107,13 @@ def test_slot_states_written_by_the_scripts_are_the_enums_words() -> None:
     written = set(re.findall(r"'HSET', key,[^)]*'status', '(\w+)'", claim))
     written |= {str(w.slot) for w in RUN_OUTCOMES.values() if w.slot is not None}
     assert written == {s.value for s in SlotStatus}
+
+
+def test_a_run_records_holder_is_still_readable_as_owner() -> None:
+    """`RunRecord.holder` is the host:pid of the run; `owner` reads it, with a warning."""
+    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    record = RunRecord("k", now, 1, 7, "host:1:r", "r", RunOutcome.SUCCEEDED, now, now)
+    assert record.holder == "host:1:r"
+    assert record.status == "succeeded"
+    with pytest.warns(DeprecationWarning, match="holder"):
+        assert record.owner == "host:1:r"
