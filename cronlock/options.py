@@ -241,10 +241,10 @@ def parse_options(
         options: the options given (None values count as not given; `key` is ignored).
         defaults: the runner's defaults for the `runner_default` options.
     """
-    if options.keys() <= {"key"}:
+    if not options or options.keys() <= _KEY_ONLY:
         # The common case (runner defaults only) is computed once per period: registering
         # 100,000 jobs should not validate the same defaults 100,000 times.
-        cache_key = (tuple(sorted(defaults.items())), schedule.period_ms)
+        cache_key = (tuple(defaults.items()), schedule.period_ms)
         cached = _DEFAULTS_CACHE.get(cache_key)
         if cached is None:
             cached = _parse_options(key, schedule, {}, defaults)  # errors name this job
@@ -255,6 +255,7 @@ def parse_options(
 
 
 _DEFAULTS_CACHE: dict[tuple[Any, ...], JobOptions] = {}
+_KEY_ONLY = frozenset({"key"})
 
 
 def _parse_options(

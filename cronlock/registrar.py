@@ -40,6 +40,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 HandleT = TypeVar("HandleT")
 
 _NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
+_NO_TAGS: frozenset[Any] = frozenset()
 
 
 def default_key(fn: Callable[..., Any]) -> str:
@@ -130,13 +131,13 @@ class JobSpec:
     fn: Callable[..., Any]
     call: Callable[[JobContext], Any]
     options: Mapping[str, Any] = field(default_factory=lambda: _NO_OPTIONS)
-    tags: frozenset[Any] = frozenset()
+    tags: frozenset[Any] = _NO_TAGS
     zoned: Optional[Callable[[str], Schedule]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        check_key(self.key)
         if not isinstance(self.schedule, Schedule):
             raise ConfigurationError(f"schedule must be a cronlock Schedule; got {self.schedule!r}")
+        check_key(self.key)
         if self.options:
             check_option_names(self.options, self.key)
 
@@ -158,13 +159,17 @@ class JobSpec:
         against the defaults of the host that adds the job.
         """
         call = make_caller(fn, args, kwargs)
-        if not isinstance(schedule, Schedule):
-            raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
         key = options.get("key")
-        key = default_key(fn) if key is None else check_key(key)
-        given = {k: v for k, v in options.items() if k != "key"}
-        frozen = MappingProxyType(given) if given else _NO_OPTIONS
-        return cls(key, schedule, fn, call, frozen, frozenset(tags), zoned)
+        if key is None:
+            if not isinstance(schedule, Schedule):  # refused before a key is derived
+                raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
+            key = default_key(fn)
+        if len(options) <= 1 and (not options or "key" in options):
+            frozen = _NO_OPTIONS  # the common case: no option but the key
+        else:
+            frozen = MappingProxyType({k: v for k, v in options.items() if k != "key"})
+        # __post_init__ checks the schedule, the key and the option names.
+        return cls(key, schedule, fn, call, frozen, frozenset(tags) if tags else _NO_TAGS, zoned)
 
     def job_options(self, defaults: Optional[Mapping[str, Any]] = None) -> JobOptions:
         """The job's options: those it set, the others from `defaults` (a runner's), then

@@ -48,7 +48,7 @@ from cronlock.context import ErrorContext
 from cronlock.errors import ConfigurationError
 from cronlock.health import Health, check_health
 from cronlock.job import Job
-from cronlock.options import RUNNER_DEFAULTS
+from cronlock.options import RUNNER_DEFAULTS, parse_options
 from cronlock.registrar import JobSpec, Registrar
 
 logger = logging.getLogger("cronlock")
@@ -183,7 +183,7 @@ class CronRunner(Registrar[Job], SchedulerLoop):
         `max_attempts` and `overlap`. Raises ConfigurationError (naming the value) for
         a bad option or a key already registered, before any Redis work.
         """
-        job_options = spec.job_options(self._defaults)
+        job_options = parse_options(spec.key, spec.schedule, spec.options, self._defaults)
         with self._cond:
             if spec.key in self._jobs:
                 raise ConfigurationError(
