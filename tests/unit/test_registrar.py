@@ -237,3 +237,20 @@ def test_a_spec_checks_its_key_schedule_and_option_names() -> None:
         JobSpec("k", SCHEDULE, handler, call, {"bogus": 1})
     spec = JobSpec.build(handler, SCHEDULE, options={"key": "k", "ttl": 5})
     assert (spec.key, dict(spec.options)) == ("k", {"ttl": 5})
+
+
+def test_the_extension_hands_the_runner_the_users_function(
+    ext_app: tuple[CronLock, Any],
+) -> None:
+    """A Flask job's handle names the user's function (the app context wraps only the call),
+    and a task handler registered twice is, as on a runner, not an error."""
+    ext, app = ext_app
+    job = ext.add_job(handler, SCHEDULE, key="k")
+    assert job is not None
+    assert job.func is handler
+    assert job is ext.runner_for(app).job("k")
+    ext.task("t")(handler)
+    ext.task("t")(handler)
+    assert ext.runner_for(app).tasks.names() == ["t"]
+    with pytest.raises(ConfigurationError, match="already registered"):
+        ext.task("t")(print)
