@@ -134,7 +134,7 @@ OPTIONS: tuple[JobOption, ...] = (
         _seconds(allow_zero=False),
         "ttl_ms",
         runner_default=True,
-        help="lease length, renewed every ttl/3",
+        help="lease length, renewed every ttl/3 while a run lasts",
     ),
     JobOption(
         "max_attempts",
@@ -143,7 +143,7 @@ OPTIONS: tuple[JobOption, ...] = (
         "max_attempts",
         runner_default=True,
         cli_type=int,
-        help="runs of one slot (takeovers included)",
+        help="runs of one slot, takeovers included, before it is abandoned",
     ),
     JobOption(
         "overlap",
@@ -153,17 +153,22 @@ OPTIONS: tuple[JobOption, ...] = (
         runner_default=True,
         cli_type=str,
         choices=OVERLAP_POLICIES,
-        help="skip, allow or replace",
+        help="a slot due while the previous run holds its lease: skip it, allow it to start "
+        "alongside, or replace: start it and cancel the old run",
     ),
     JobOption(
         "catch_up",
         None,
         _seconds(allow_zero=True),
         "catch_up_ms",
-        help="how late a slot may still start",
+        help="how late a slot may still start (default: one period, at most 60)",
     ),
     JobOption(
-        "jitter", 0, _seconds(allow_zero=True), "jitter_ms", help="random delay before a claim"
+        "jitter",
+        0,
+        _seconds(allow_zero=True),
+        "jitter_ms",
+        help="wait a random delay up to this before each claim",
     ),
     JobOption(
         "retries",
@@ -171,17 +176,21 @@ OPTIONS: tuple[JobOption, ...] = (
         _int_at_least(0),
         "retries",
         cli_type=int,
-        help="calls again within the slot after a raise",
+        help="calls again within the slot after the handler raised",
     ),
     JobOption(
         "retry_backoff",
         1.0,
         _seconds(allow_zero=True),
         "retry_backoff_ms",
-        help="first retry's delay, doubled after each",
+        help="the first retry's delay, doubled after each",
     ),
     JobOption(
-        "timeout", None, _seconds(allow_zero=False), "timeout_ms", help="cancel a run after this"
+        "timeout",
+        None,
+        _seconds(allow_zero=False),
+        "timeout_ms",
+        help="cancel a run that takes longer",
     ),
     JobOption("payload", None, _anything, "payload", dynamic=False, help="ctx.payload"),
 )
