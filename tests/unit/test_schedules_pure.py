@@ -61,6 +61,7 @@ def test_importing_schedule_modules_loads_neither_redis_nor_threading(module: st
         "cronlock.schedules",
         "cronlock._every",
         "cronlock._cron",
+        "cronlock._durations",  # seconds_to_ms, shared with the lock and the runner
         "cronlock.errors",
     }
 
