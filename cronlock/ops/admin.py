@@ -42,6 +42,7 @@ from cronlock.context import ms_to_datetime
 from cronlock.errors import ConfigurationError
 from cronlock.ops.history import HistoryEntry, check_limit
 from cronlock.ops.schedules import SCHEDULE_OPTIONS, ScheduleSpec
+from cronlock.options import check_option_names
 from cronlock.stores import Store, as_store
 
 __all__ = ["Admin", "FleetStatus", "JobStatus", "RunnerInfo", "ScheduleSpec"]
@@ -345,12 +346,7 @@ class Admin:
             created=ms_to_datetime(wall_ms()),
             created_by=_me(),
         )
-        unknown = sorted(set(options) - set(SCHEDULE_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known options: {', '.join(SCHEDULE_OPTIONS)}"
-            )
+        check_option_names(options, where=f"schedule {sid!r}", known=SCHEDULE_OPTIONS)
         spec.validate()
         self.store.put_schedule(sid, spec.to_json())
         return spec

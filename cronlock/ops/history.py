@@ -35,22 +35,14 @@ from __future__ import annotations
 from typing import Any
 
 from cronlock.errors import ConfigurationError
+from cronlock.outcomes import HistoryEvent
 from cronlock.stores import HistoryEntry, as_store
 from cronlock.stores.redis.history import parse_entry
 
 __all__ = ["EVENTS", "HistoryEntry", "check_limit", "parse_entry", "read_history"]
 
-EVENTS = (
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "taken_over",
-    "abandoned",
-    "expired",
-    "replaced",
-    "skipped",
-)
+#: Every event word, in the table's order (the `HistoryEvent` values).
+EVENTS = tuple(e.value for e in HistoryEvent)
 
 
 def check_limit(limit: Any) -> int:

@@ -15,14 +15,13 @@ from typing import Any, Optional
 from cronlock._validate import check_key
 from cronlock.context import ms_to_datetime
 from cronlock.errors import ConfigurationError
-from cronlock.job import OPTION_NAMES, parse_options
+from cronlock.options import DYNAMIC_OPTIONS, RUNNER_DEFAULTS, check_option_names, parse_options
 from cronlock.schedules import CronSchedule, IntervalSchedule, Schedule
 
 __all__ = ["SCHEDULE_OPTIONS", "ScheduleSpec"]
 
 #: Job options a dynamic schedule may set (``key`` is the schedule id; ``payload`` is its own).
-SCHEDULE_OPTIONS = tuple(sorted(OPTION_NAMES - {"key", "payload"}))
-_VALIDATION_DEFAULTS = {"ttl": 60, "max_attempts": 3, "overlap": "skip"}
+SCHEDULE_OPTIONS = DYNAMIC_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -74,15 +73,8 @@ class ScheduleSpec:
         """Raise what code registration would raise for the same schedule and options."""
         check_key(self.id, "schedule id")
         check_key(self.task, "task name")
-        unknown = sorted(set(self.options) - set(SCHEDULE_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"unknown option(s) {', '.join(map(repr, unknown))} for schedule {self.id!r}; "
-                f"known options: {', '.join(SCHEDULE_OPTIONS)}"
-            )
-        parse_options(
-            self.id, self.schedule(), dict(self.options), defaults or _VALIDATION_DEFAULTS
-        )
+        check_option_names(self.options, where=f"schedule {self.id!r}", known=DYNAMIC_OPTIONS)
+        parse_options(self.id, self.schedule(), self.options, defaults or RUNNER_DEFAULTS)
         try:
             json.dumps(self.payload)
         except (TypeError, ValueError) as error:

@@ -3,7 +3,6 @@
 | module            | owns                                                               |
 |-------------------|--------------------------------------------------------------------|
 | `facade`          | `CronRunner`: registration, lifecycle, the conveniences            |
-| `registration`    | the decorators over `add_job` (`cron`, `interval`, `at`, `every`)  |
 | `jobs`            | `JobTable`: the registered jobs, what their handles change         |
 | `host`            | `RunnerHost`: what the parts share (store, clock, counters, reports)|
 | `slots`           | `SlotQueue`: the heap of next slots and the backlog                |

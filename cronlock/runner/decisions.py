@@ -22,8 +22,6 @@ from cronlock.stores.types import ClaimReply, ClaimStatus, Replication
 
 # Re-check a slot someone else runs this long after its lease deadline.
 WATCH_MARGIN_MS = 50
-# What observers hear for a won claim that too few replicas acknowledged (wait_replicas).
-UNREPLICATED = "unreplicated"
 
 
 class Action(Enum):
@@ -42,7 +40,7 @@ class Decision:
     and for ``RECHECK`` how long to wait."""
 
     action: Action
-    status: str
+    status: ClaimStatus  # what observers hear
     counters: tuple[str, ...] = ()
     recheck_in_ms: int = 0
 
@@ -62,15 +60,15 @@ def decide(reply: ClaimReply, *, early: bool, replication: Optional[Replication]
     status = reply.status
     if status == ClaimStatus.WON:
         if replication is not None and reply.replicas < replication.replicas:
-            return Decision(Action.GIVE_BACK, UNREPLICATED, ("claims_unreplicated",))
+            return Decision(Action.GIVE_BACK, ClaimStatus.UNREPLICATED, ("claims_unreplicated",))
         counters = ("claims_won", "takeovers") if reply.attempt > 1 else ("claims_won",)
-        return Decision(Action.START, str(status), counters)
+        return Decision(Action.START, status, counters)
     if status == ClaimStatus.BUSY and early:
         # Claimed early: the previous run may still end before the boundary. Ask again
         # then, so the answer is the one a claim at the boundary gets.
-        return Decision(Action.ASK_AT_BOUNDARY, str(status))
+        return Decision(Action.ASK_AT_BOUNDARY, status)
     if status == ClaimStatus.TAKEN:
         # Look again when the holder's lease would lapse: one round trip per lease period.
         wait_ms = max(0, reply.lease_until_ms - reply.server_now_ms) + WATCH_MARGIN_MS
-        return Decision(Action.RECHECK, str(status), ("claims_lost",), wait_ms)
-    return Decision(Action.NOTHING, str(status), _QUIET.get(status, ()))
+        return Decision(Action.RECHECK, status, ("claims_lost",), wait_ms)
+    return Decision(Action.NOTHING, status, _QUIET.get(status, ()))

@@ -17,42 +17,42 @@ and lists it in ``runner.tasks.unhandled`` and ``runner.health().warnings``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional
 
-from cronlock._validate import check_key
 from cronlock.context import ErrorContext
 from cronlock.errors import ConfigurationError
-from cronlock.job import Job, make_caller
+from cronlock.job import Job
 from cronlock.ops.schedules import SCHEDULE_OPTIONS, ScheduleSpec
+from cronlock.registrar import add_task_handler
 from cronlock.runner.host import RunnerHost
 
 __all__ = ["SCHEDULE_OPTIONS", "ScheduleSpec", "TaskRegistry"]
 
 logger = logging.getLogger("cronlock")
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 
 class TaskRegistry:
     """A runner's named handlers and the dynamic jobs it built from stored specs."""
 
     def __init__(self) -> None:
+        self._register: Optional[Callable[..., Job]] = None
+        self._host: Optional[RunnerHost] = None
         self._handlers: dict[str, Callable[..., Any]] = {}
         self._active: dict[str, tuple[str, Optional[Job]]] = {}  # id -> (spec json, job)
         self.unhandled: dict[str, str] = {}  # schedule id -> task name with no handler here
 
-    def decorator(self, name: str) -> Callable[[F], F]:
-        """``@runner.task(name)``: register ``fn`` as the handler of task ``name``."""
-        check_key(name, "task name")
+    def attach(self, register: Callable[..., Job], host: RunnerHost) -> None:
+        """Build dynamic jobs with ``register`` (the runner's ``add_job``); report what
+        cannot be built to ``host``."""
+        self._register = register
+        self._host = host
 
-        def register(fn: F) -> F:
-            make_caller(fn)  # refuse a bad signature now, not at the first run
-            if name in self._handlers and self._handlers[name] is not fn:
-                raise ConfigurationError(f"a handler for task {name!r} is already registered")
-            self._handlers[name] = fn
-            return fn
+    def add(self, name: str, fn: Callable[..., Any]) -> None:
+        """Make `fn` the handler of task `name` (what `@runner.task(name)` ends in).
 
-        return register
+        Raises ConfigurationError when another handler has the name.
+        """
+        add_task_handler(self._handlers, name, fn)
 
     def names(self) -> list[str]:
         return list(self._handlers)
@@ -64,13 +64,11 @@ class TaskRegistry:
             return None
         return ScheduleSpec.from_json(active[0]).task
 
-    def reconcile(
-        self, stored: dict[str, str], register: Callable[..., Job], host: RunnerHost
-    ) -> bool:
-        """Make the runner's dynamic jobs match ``stored`` (id -> spec JSON); True if changed.
-
-        ``register`` is the runner's ``add_job``; ``host`` reports what cannot be built.
-        """
+    def reconcile(self, stored: dict[str, str]) -> bool:
+        """Make the runner's dynamic jobs match ``stored`` (id -> spec JSON); True if changed."""
+        register, host = self._register, self._host
+        if register is None or host is None:
+            raise RuntimeError("TaskRegistry.reconcile before attach()")
         changed = False
         for sid in list(self._active):
             raw, job = self._active[sid]

@@ -25,25 +25,25 @@ from __future__ import annotations
 import encodings.idna  # noqa: F401 - import now: a lazy codec import in a forked child's thread can fail
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Callable, Optional
 
 from cronlock._stats import RunnerStatistics
-from cronlock._validate import check_key, seconds_to_ms
+from cronlock._validate import seconds_to_ms
 from cronlock.clock import ClockLike, as_clock
 from cronlock.errors import ConfigurationError
-from cronlock.job import Job, default_key, make_caller, parse_options
+from cronlock.job import Job
 from cronlock.ops.admin import Admin
 from cronlock.ops.health import Health, Vitals, check_health
+from cronlock.options import RUNNER_DEFAULTS, parse_options
+from cronlock.registrar import JobSpec, Registrar
 from cronlock.runner import forks
 from cronlock.runner.dynamic import TaskRegistry
 from cronlock.runner.host import ErrorHandler, RunnerHost
 from cronlock.runner.jobs import JobTable
 from cronlock.runner.operations import Operations
-from cronlock.runner.registration import Registration
 from cronlock.runner.scheduler import Scheduler
-from cronlock.schedules import Schedule
 from cronlock.stores import Store, as_store
 from cronlock.stores.types import Replication, Retention
 
@@ -52,8 +52,12 @@ logger = logging.getLogger("cronlock")
 AFTER_FORK = ("restart", "stop")
 
 
-class CronRunner(Registration):
+class CronRunner(Registrar[Job]):
     """Runs registered jobs so that each scheduled slot runs on exactly one replica.
+
+    Jobs are registered with the calls of [`Registrar`][cronlock.registrar.Registrar]:
+    `@runner.cron`, `@runner.interval`, `@runner.at`, `runner.every(...)`,
+    `runner.add_job`, `@runner.task`.
 
     Args:
         store: where shared state lives: a [`Store`][cronlock.stores.Store], or a redis-py
@@ -98,11 +102,11 @@ class CronRunner(Registration):
         store: Any,
         *,
         prefix: Optional[str] = None,
-        default_ttl: Any = 60,
+        default_ttl: Any = RUNNER_DEFAULTS["ttl"],
         clock: ClockLike = None,
         max_workers: int = 8,
-        max_attempts: int = 3,
-        overlap: str = "skip",
+        max_attempts: int = RUNNER_DEFAULTS["max_attempts"],
+        overlap: str = RUNNER_DEFAULTS["overlap"],
         on_error: Optional[ErrorHandler] = None,
         after_fork: str = "restart",
         observers: Sequence[object] = (),
@@ -147,6 +151,7 @@ class CronRunner(Registration):
         self._host = RunnerHost(
             self.store, self.clock, retention=retention, observers=observers, on_error=on_error
         )
+        self.tasks.attach(self.add_job, self._host)
         self._cond = threading.Condition(threading.RLock())
         self._jobs = JobTable(self._cond, self._job_enabled)
         self._parts()
@@ -162,7 +167,7 @@ class CronRunner(Registration):
             replication=self.replication,
         )
         self._ops = Operations(
-            self._host, self._scheduler, self._jobs, self.tasks, self.add_job, self.poll_interval
+            self._host, self._scheduler, self._jobs, self.tasks, self.poll_interval
         )
 
     def _job_enabled(self, job: Job) -> None:
@@ -195,34 +200,31 @@ class CronRunner(Registration):
 
     # -- registration ----------------------------------------------------------------
 
-    def add_job(
-        self,
-        fn: Callable[..., Any],
-        schedule: Schedule,
-        *,
-        args: tuple[Any, ...] = (),
-        kwargs: Optional[dict[str, Any]] = None,
-        tags: Iterable[Any] = (),
-        **options: Any,
-    ) -> Job:
-        """Register ``fn`` to run on ``schedule``; the other registration calls use this.
+    def add_spec(self, spec: JobSpec) -> Job:
+        """Register the job `spec` describes (every registration call ends here).
 
-        Options: ``key`` (default ``module.qualname``), ``ttl``, ``max_attempts``,
-        ``overlap``, ``catch_up``, ``jitter``, ``retries``, ``retry_backoff``, ``timeout``,
-        ``payload`` (see docs/concepts.md, "Job options").
-        Raises ConfigurationError (naming the value) for anything invalid, before any
-        Redis work.
+        The options it does not set come from this runner's `default_ttl`,
+        `max_attempts` and `overlap`. Raises ConfigurationError (naming the value) for
+        a bad option or a key already registered, before any Redis work.
         """
-        call = make_caller(fn, args, kwargs)
-        if not isinstance(schedule, Schedule):
-            raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
-        key = options.get("key")
-        key = default_key(fn) if key is None else check_key(key)
-        job_options = parse_options(key, schedule, options, self._defaults)
-        job = Job(self._jobs, key, fn=fn, call=call, schedule=schedule, options=job_options)
-        job.tags = frozenset(tags)
+        job_options = parse_options(spec.key, spec.schedule, spec.options, self._defaults)
+        job = Job(
+            self._jobs,
+            spec.key,
+            fn=spec.fn,
+            call=spec.call,
+            schedule=spec.schedule,
+            options=job_options,
+        )
+        job.tags = spec.tags
         self._jobs.add(job)  # refuses a key already registered
         return job
+
+    def _accept_task(self, name: str, fn: Callable[..., Any]) -> None:
+        self.tasks.add(name, fn)
+
+    def _registration_time(self) -> Callable[[], float]:
+        return self.clock.time
 
     def job(self, key: str) -> Job:
         """The handle of a registered job; KeyError if there is none."""

@@ -35,6 +35,11 @@ def track(runner: Forkable) -> None:
     _runners.add(runner)
 
 
+def tracked() -> list[Any]:
+    """Every runner of this process that is still alive (started or not)."""
+    return list(_runners)
+
+
 def _after_fork_in_child() -> None:
     for runner in list(_runners):
         try:

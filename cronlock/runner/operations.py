@@ -23,7 +23,7 @@ import contextlib
 import json
 import logging
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from cronlock._registry import heartbeat_json, heartbeat_ttl, registry_entries
 from cronlock.clock import monotonic
@@ -50,24 +50,21 @@ class Operations:
         scheduler: where handed-over slots are re-checked and triggered runs launched.
         jobs: the runner's jobs.
         tasks: its named handlers and dynamic jobs.
-        register: registers a dynamic schedule's job (``CronRunner.add_job``).
         poll_interval: seconds between syncs.
     """
 
-    def __init__(  # noqa: PLR0917 - six parts, each named at the one call site
+    def __init__(
         self,
         host: RunnerHost,
         scheduler: Scheduler,
         jobs: JobTable,
         tasks: TaskRegistry,
-        register: Callable[..., Any],
         poll_interval: float,
     ) -> None:
         self.host = host
         self.scheduler = scheduler
         self.jobs = jobs
         self.tasks = tasks
-        self.register = register
         self.poll_interval = poll_interval
         self.triggers = Triggers(host, scheduler, jobs)
         self._thread: Optional[threading.Thread] = None
@@ -230,7 +227,7 @@ class Operations:
 
     def _reconcile(self, version: Optional[str]) -> None:
         stored = self.host.store.schedules()
-        if self.tasks.reconcile(stored, self.register, self.host):
+        if self.tasks.reconcile(stored):
             logger.info(
                 "cronlock: runner %s now has %d dynamic schedule(s)",
                 self.host.runner_id,

@@ -21,6 +21,7 @@ from cronlock.context import ErrorContext
 from cronlock.errors import CorruptStateError, NotReplicated
 from cronlock.job import Job
 from cronlock.observers import notify
+from cronlock.outcomes import ClaimStatus
 from cronlock.runner.decisions import Action, Decision, decide
 from cronlock.runner.host import RunnerHost
 from cronlock.runner.run import Run
@@ -223,20 +224,20 @@ class Scheduler:
 
     def _log_quiet(self, entry: Entry, reply: ClaimReply, decision: Decision) -> None:
         key = entry.job.key
-        if decision.status == "busy":
+        if decision.status is ClaimStatus.BUSY:
             logger.info(
                 "cronlock: job %r slot %d skipped: the previous run is still going",
                 key,
                 entry.slot_ms,
             )
-        elif decision.status == "exhausted":
+        elif decision.status is ClaimStatus.EXHAUSTED:
             logger.warning(
                 "cronlock: job %r slot %d abandoned: its lease lapsed again after %d attempts",
                 key,
                 entry.slot_ms,
                 reply.attempt,
             )
-        elif decision.status == "corrupt":
+        elif decision.status is ClaimStatus.CORRUPT:
             self.host.report(
                 CorruptStateError(
                     f"{self.host.store.state_location(key)} of job {key!r} holds data "

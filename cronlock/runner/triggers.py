@@ -10,11 +10,12 @@ from cronlock.context import ErrorContext
 from cronlock.errors import CorruptStateError
 from cronlock.job import Job
 from cronlock.observers import notify
+from cronlock.outcomes import ClaimStatus, RunKind, TriggerStatus
 from cronlock.runner.host import RunnerHost
 from cronlock.runner.jobs import JobTable
 from cronlock.runner.run import Run
 from cronlock.runner.scheduler import Scheduler
-from cronlock.stores.types import ClaimStatus, TriggerClaim, TriggerReply, TriggerStatus
+from cronlock.stores.types import TriggerClaim, TriggerReply
 
 logger = logging.getLogger("cronlock")
 
@@ -87,7 +88,7 @@ class Triggers:
             reply.fence,
         )
         if host.observers:
-            won = str(ClaimStatus.WON)
+            won = ClaimStatus.WON
             notify(host.observers, "claimed", job.key, reply.slot_ms, won, host.runner_id)
         run = Run(
             host,
@@ -98,6 +99,6 @@ class Triggers:
             sent_at=sent_at,
             slot_ms=reply.slot_ms,
             on_end=self.scheduler.run_ended,
-            kind="manual",
+            kind=RunKind.MANUAL,
         )
         return self.scheduler.launch(run, inline)

@@ -1,8 +1,8 @@
 """The values that cross the store seam: requests, typed replies, history entries.
 
 Every store answers in these types, so the runner and the operator side never see a
-store's wire format. Statuses are str-valued Enums: `ClaimStatus.WON == "won"`, and they
-print as their value, so logs, observers and metrics labels read as before.
+store's wire format. Statuses are the str-valued Enums of
+[`cronlock.outcomes`][cronlock.outcomes] (`ClaimStatus.WON == "won"`), re-exported here.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
 from typing import Any, Optional
 
 from cronlock._jsonable import jsonable
+from cronlock.outcomes import ClaimStatus, RunKind, TriggerStatus
 
 __all__ = [
     "ClaimReply",
@@ -30,39 +30,6 @@ __all__ = [
     "TriggerReply",
     "TriggerStatus",
 ]
-
-
-class _Word(str, Enum):
-    """A str-valued Enum that formats as its value (``f"{ClaimStatus.WON}"`` is ``won``)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-
-class ClaimStatus(_Word):
-    """What a claim of one slot answered (see ``cronlock/scripts/job_claim.lua``)."""
-
-    WON = "won"  # this replica runs the slot
-    TAKEN = "taken"  # the same slot runs elsewhere under a live lease
-    DONE = "done"  # the same slot already finished
-    STALE = "stale"  # older than the latest claimed slot: never run
-    BUSY = "busy"  # a newer slot while the previous run lives, overlap "skip"
-    EXHAUSTED = "exhausted"  # lapsed again after max_attempts: the slot is marked failed
-    PAUSED = "paused"  # the job is paused
-    CORRUPT = "corrupt"  # the job's state is not one the store wrote
-
-
-class TriggerStatus(_Word):
-    """What taking one pending manual run answered (``job_trigger.lua``)."""
-
-    NONE = "none"  # no request pending
-    WON = "won"  # this replica runs it now
-    PAUSED = "paused"  # dropped: the job is paused
-    BUSY = "busy"  # dropped: a run holds a live lease and overlap is "skip"
-    CORRUPT = "corrupt"  # the job's state is not one the store wrote
 
 
 @dataclass(frozen=True)
@@ -145,7 +112,7 @@ class FinishInfo:
     duration_ms: int = 0
     error_type: str = ""
     traceback: str = ""
-    kind: str = "scheduled"
+    kind: str = RunKind.SCHEDULED
 
 
 @dataclass(frozen=True)
