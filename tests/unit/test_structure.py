@@ -33,7 +33,7 @@ MAX_LINES = 400
 
 #: What is left to remove, counted on the way to zero (each step of the restructuring
 #: lowers these; a count above its budget fails).
-BUDGET = {"cycles": 1, "private reaches": 22, "long modules": 6}
+BUDGET = {"cycles": 1, "private reaches": 22, "long modules": 5}
 
 #: Private names of other libraries that cronlock uses on purpose, each with its reason.
 #: They are not another *cronlock* module's members, so they are not counted.
@@ -258,7 +258,19 @@ FORBIDDEN: list[tuple[str, Callable[[str], bool], Callable[[str], bool]]] = [
         "the base knows neither stores, ops nor the runner",
         lambda m: (
             m.split(".")[-1]
-            in {"errors", "clock", "context", "job", "observers", "schedules", "_cron", "_every"}
+            in {
+                "errors",
+                "clock",
+                "context",
+                "options",
+                "outcomes",
+                "registrar",
+                "job",
+                "observers",
+                "schedules",
+                "_cron",
+                "_every",
+            }
             and m.count(".") == 1
         ),
         lambda t: _in(t, "cronlock.stores", "cronlock.ops", "cronlock.runner"),
