@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -50,9 +49,20 @@ def _command(build: str) -> list[str]:
         return [str(PYUWSGI)]
     if not (DEBIAN.exists() and DEBIAN_PLUGIN.exists()):
         pytest.skip(f"Debian's uwsgi-core with {DEBIAN_PLUGIN.name} is not installed")
-    # Debian's plugin embeds Debian's libpython of the same minor version; this
-    # environment's packages (cronlock, flask, redis) reach it through the pythonpath.
-    site = sysconfig.get_paths()["purelib"]
+    # Debian's plugin embeds Debian's own libpython (3.11.2 on bookworm), not this
+    # interpreter, so it needs packages installed for that Python: a venv made with
+    # Debian's python3 and `pip install -e ".[flask]"`, named by this variable.
+    venv = os.environ.get("CRONLOCK_TEST_UWSGI_DEBIAN_VENV")
+    if not venv:
+        pytest.skip("set CRONLOCK_TEST_UWSGI_DEBIAN_VENV to a venv of Debian's python3")
+    site = subprocess.check_output(
+        [
+            str(Path(venv) / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        text=True,
+    ).strip()
     return [
         str(DEBIAN),
         "--plugin",
