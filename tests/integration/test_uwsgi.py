@@ -224,7 +224,7 @@ def test_recycled_workers_hand_over_their_running_slot(tmp_path: Path, server: R
         tmp_path,
         server,
         "pyuwsgi",
-        [["--enable-threads", "--max-requests", "4"]],
+        [["--enable-threads", "--max-requests", "4", "--min-worker-lifetime", "1"]],
         jobs="tick:1:0.05:5,long:1:2.5:60",
         during=lambda ms: [m.get() for m in ms] and None,
     )
