@@ -35,16 +35,13 @@ import itertools
 import logging
 import os
 import threading
-import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 from redis.exceptions import RedisError
 
 from cronlock import _forksafe
 from cronlock._renewer import get_deadlines, get_renewer
-
-if TYPE_CHECKING:
-    from cronlock.lock import RedisLock
+from cronlock.clock import monotonic
 
 logger = logging.getLogger("cronlock.lock")
 
@@ -52,92 +49,129 @@ logger = logging.getLogger("cronlock.lock")
 _COMPACT_AT = 16
 
 
+class RenewableHold(Protocol):
+    """What a renewal needs from one hold of a lock (one acquire, until it ends).
+
+    The lock hands each renewing hold to `Renewal` as this interface, so the renewal
+    never reads the lock's own state. Times are `cronlock.clock.monotonic()` seconds.
+    """
+
+    @property
+    def key(self) -> str:
+        """The lock's name, for logs."""
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client the renewal calls (its pools are held across fork)."""
+
+    @property
+    def ttl_ms(self) -> int:
+        """The lease each renewal asks for."""
+
+    @property
+    def max_hold(self) -> Optional[float]:
+        """Seconds after ``acquired_at`` at which renewing stops; None: no bound."""
+
+    @property
+    def acquired_at(self) -> float:
+        """When the acquire that started this hold was sent."""
+
+    @property
+    def valid_until(self) -> float:
+        """Until when the lease is certainly valid (moved on by every extend)."""
+
+    def live_token(self) -> Optional[str]:
+        """The hold's token while it is held, not being released and not lost; else None."""
+
+    def remaining(self) -> float:
+        """Seconds the lease is certainly still valid; 0.0 once ended."""
+
+    def extend(self, token: str, ttl_ms: int) -> bool:
+        """One extend round trip; False when the key is no longer ``token``'s."""
+
+    def mark_lost(self, reason: str) -> None:
+        """Report the hold lost (WARNING, ``on_lost``, ``lost``), once."""
+
+
 class Renewal:
     """One hold's renewal; stops when the hold ends."""
 
-    __slots__ = ("due", "generation", "interval", "lock", "watched")
+    __slots__ = ("due", "hold", "interval", "watched")
 
-    def __init__(self, lock: RedisLock, generation: int, due: float) -> None:
-        self.lock = lock
-        self.generation = generation
-        self.interval = lock.ttl / 3
+    def __init__(self, hold: RenewableHold, due: float) -> None:
+        self.hold = hold
+        self.interval = hold.ttl_ms / 1000 / 3
         self.due = due
         self.watched = False
 
-    def _current(self) -> Optional[str]:
-        lock = self.lock
-        with lock._state:
-            live = lock._generation == self.generation and lock._held and not lock._releasing
-            return lock.token if live and not lock._lost else None
-
     def _next_ttl_ms(self, now: float) -> int:
         """The lease to ask for: the ttl, cut short so it ends at max_hold."""
-        lock = self.lock
-        if lock._max_hold is None:
-            return lock._ttl_ms
-        return min(lock._ttl_ms, int((lock._acquired_at + lock._max_hold - now) * 1000))
+        hold = self.hold
+        if hold.max_hold is None:
+            return hold.ttl_ms
+        return min(hold.ttl_ms, int((hold.acquired_at + hold.max_hold - now) * 1000))
 
     def renew_due(self) -> Optional[float]:
         """Renew now; the monotonic time of the next renewal, or None when done."""
-        lock = self.lock
-        token = self._current()
+        hold = self.hold
+        token = hold.live_token()
         if token is None:
             return None
-        now = time.monotonic()
+        now = monotonic()
         ttl_ms = self._next_ttl_ms(now)
         if ttl_ms <= 0:
-            lock._mark_lost(f"max_hold={lock._max_hold:g} s reached; renewal stopped")
+            hold.mark_lost(f"max_hold={hold.max_hold:g} s reached; renewal stopped")
             return None
         if not self.watched:
             self.watched = True
-            get_deadlines().schedule(_LeaseWatch(self), lock._valid_until)
+            get_deadlines().schedule(_LeaseWatch(hold), hold.valid_until)
         try:
-            ok = lock._extend(token, ttl_ms)
+            ok = hold.extend(token, ttl_ms)
         except RedisError as error:
             return self._failed(error)
         if not ok:
-            if self._current() is not None:  # not released meanwhile: really lost
-                lock._mark_lost("renewal found another owner or no key")
+            if hold.live_token() is not None:  # not released meanwhile: really lost
+                hold.mark_lost("renewal found another owner or no key")
             return None
-        if ttl_ms < lock._ttl_ms:  # last renewal before max_hold: report when it ends
+        if ttl_ms < hold.ttl_ms:  # last renewal before max_hold: report when it ends
             return now + ttl_ms / 1000
         return now + self.interval
 
     def _failed(self, error: RedisError) -> Optional[float]:
         """Redis could not be asked: retry while the lease may still be valid."""
-        lock = self.lock
-        left = lock.remaining()
+        hold = self.hold
+        left = hold.remaining()
         if left <= 0:
-            lock._mark_lost(f"renewal failed ({error!r}) until the lease ran out")
+            hold.mark_lost(f"renewal failed ({error!r}) until the lease ran out")
             return None
         logger.warning(
             "cronlock: renewing lock %r failed (%r); retrying, lease valid %.3f s more",
-            lock.key,
+            hold.key,
             error,
             left,
         )
-        return time.monotonic() + max(0.05, min(self.interval, left))
+        return monotonic() + max(0.05, min(self.interval, left))
 
     def __repr__(self) -> str:
-        return f"Renewal({self.lock!r})"
+        return f"Renewal({self.hold!r})"
 
 
 class _LeaseWatch:
     """A renewing hold's lease deadline on the deadline heap (never waits for Redis)."""
 
-    __slots__ = ("renewal",)
+    __slots__ = ("hold",)
 
-    def __init__(self, renewal: Renewal) -> None:
-        self.renewal = renewal
+    def __init__(self, hold: RenewableHold) -> None:
+        self.hold = hold
 
     def renew_due(self) -> Optional[float]:
-        if self.renewal._current() is None:  # released, re-acquired or already lost
+        hold = self.hold
+        if hold.live_token() is None:  # released, re-acquired or already lost
             return None
-        lock = self.renewal.lock
-        left = lock.remaining()  # moved on by every renewal that reached Redis in time
+        left = hold.remaining()  # moved on by every renewal that reached Redis in time
         if left > 0:
-            return time.monotonic() + left
-        lock._mark_lost("its lease ran out before a renewal reached Redis")
+            return monotonic() + left
+        hold.mark_lost("its lease ran out before a renewal reached Redis")
         return None
 
 
@@ -151,7 +185,7 @@ class _Ticket:
         self.due = due
 
     def renew_due(self) -> Optional[float]:
-        return self.holds._serve(self)
+        return self.holds.serve(self)
 
     def __repr__(self) -> str:
         return "Renewal(held locks)"
@@ -195,7 +229,7 @@ class Holds:
     def clients(self) -> list[Any]:
         """The clients the renewal thread uses for the live holds (for fork safety)."""
         with self._mutex:
-            return [renewal.lock._client for renewal in self._live]
+            return [renewal.hold.client for renewal in self._live]
 
     def _push(self, renewal: Renewal) -> None:
         seq = next(self._seq)
@@ -207,12 +241,12 @@ class Holds:
         self._heap = [entry for entry in self._heap if self._live.get(entry[2]) == entry[1]]
         heapq.heapify(self._heap)
 
-    def _serve(self, ticket: _Ticket) -> Optional[float]:
+    def serve(self, ticket: _Ticket) -> Optional[float]:
         """Renew what is due; the next due time, or None when this ticket is done."""
         with self._mutex:
             if ticket is not self._ticket:
                 return None
-            now = time.monotonic()
+            now = monotonic()
             due: list[Renewal] = []
             heap = self._heap
             while heap and (heap[0][0] <= now or self._live.get(heap[0][2]) != heap[0][1]):
@@ -225,7 +259,7 @@ class Holds:
             if nxt is not None:
                 renewal.due = nxt
                 with self._mutex:
-                    if self._pid == os.getpid() and renewal.lock._renewal is renewal:
+                    if self._pid == os.getpid() and renewal.hold.live_token() is not None:
                         self._push(renewal)
         with self._mutex:
             if ticket is not self._ticket:
@@ -243,14 +277,18 @@ class Holds:
         self._ticket = None
         self._pid = os.getpid()
 
+    def after_fork_in_child(self) -> None:
+        """Start empty, with a new mutex: the parent's may have been held at the fork."""
+        self._mutex = threading.Lock()
+        self._reset()
+
 
 #: This process's renewing lock holds.
 HOLDS = Holds()
 
 
 def _after_fork_in_child() -> None:
-    HOLDS._mutex = threading.Lock()  # the parent's may have been held at the fork
-    HOLDS._reset()
+    HOLDS.after_fork_in_child()
 
 
 _forksafe.clients_from(HOLDS.clients)  # their pools are held across fork()

@@ -19,13 +19,13 @@ How a wait goes (each step is one round trip):
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any, Optional
 
 from redis.exceptions import RedisError
 
 from cronlock._keys import LockKeys
 from cronlock._scripts import Script
+from cronlock.clock import monotonic
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def wait_block_seconds(client: Any, deadline: float, pttl_ms: int) -> Optional[f
     ``pttl_ms`` is the holder's remaining lease from the acquire reply (negative: no
     holder, another waiter is first in line).
     """
-    left = deadline - time.monotonic()
+    left = deadline - monotonic()
     if left <= 0:
         return None
     block = min(left, block_cap(client))

@@ -23,8 +23,9 @@ import itertools
 import logging
 import os
 import threading
-import time
 from typing import Optional, Protocol
+
+from cronlock.clock import monotonic
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class Renewable(Protocol):
     """Something with a lease to keep alive."""
 
     def renew_due(self) -> Optional[float]:
-        """Renew now; return the ``time.monotonic()`` of the next renewal, or None to stop.
+        """Renew now; return the `cronlock.clock.monotonic()` of the next renewal, or None to stop.
 
         Must not raise: report failures its own way (``lost`` event, ``on_error``).
         """
@@ -68,8 +69,8 @@ class Renewer:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._heap or self._heap[0][0] > time.monotonic():
-                    timeout = self._heap[0][0] - time.monotonic() if self._heap else None
+                while not self._heap or self._heap[0][0] > monotonic():
+                    timeout = self._heap[0][0] - monotonic() if self._heap else None
                     self._cond.wait(timeout)
                 _, _, item = heapq.heappop(self._heap)
             try:

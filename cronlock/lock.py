@@ -46,7 +46,6 @@ import os
 import secrets
 import socket
 import threading
-import time
 from types import TracebackType
 from typing import Any, Callable, Optional
 
@@ -59,6 +58,7 @@ from cronlock._lockrenew import HOLDS, Renewal
 from cronlock._lockwait import leave_queue, wait_block_seconds
 from cronlock._scripts import Script, text
 from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
+from cronlock.clock import monotonic
 from cronlock.errors import LockLost, LockNotAcquired
 
 logger = logging.getLogger(__name__)
@@ -230,7 +230,7 @@ class RedisLock:
             args += [place_ms, ""]
         else:
             script_keys = self._script_keys
-        sent = time.monotonic()
+        sent = monotonic()
         deadline = sent + (wait_ms or 0) / 1000
         try:
             while True:
@@ -249,7 +249,7 @@ class RedisLock:
                         f"lock {self.key!r} not acquired within {(wait_ms or 0) / 1000:g} s",
                     )
                 self._client.blpop([keys.wake_prefix + token], timeout=block)
-                sent = time.monotonic()
+                sent = monotonic()
         except BaseException:
             if place_ms:
                 leave_queue(self._client, keys, token, WAKE_TTL_MS)
@@ -272,7 +272,8 @@ class RedisLock:
             self._acquired_at = sent
             self._valid_until = sent + ttl - _drift(ttl)
             if self._renew:
-                renewal = self._renewal = Renewal(self, self._generation, sent + ttl / 3)
+                hold = _Hold(self, self._generation)
+                renewal = self._renewal = Renewal(hold, sent + ttl / 3)
         logger.debug("cronlock: acquired lock %r (fencing token %d)", self.key, fence)
         if renewal is not None:
             HOLDS.add(renewal)
@@ -297,7 +298,7 @@ class RedisLock:
         """
         if not self.held:
             return 0.0
-        return max(0.0, self._valid_until - time.monotonic())
+        return max(0.0, self._valid_until - monotonic())
 
     def check(self) -> None:
         """Raise :class:`LockLost` unless the lock is held with some lease left.
@@ -329,7 +330,7 @@ class RedisLock:
             raise LockLost(self.key)
 
     def _extend(self, token: str, ttl_ms: int) -> bool:
-        sent = time.monotonic()
+        sent = monotonic()
         keys = self._keys
         ok = _EXTEND(self._client, [keys.lock, keys.fence], [token, ttl_ms, FENCE_GRACE_MS])
         if int(ok) == 1:
@@ -435,6 +436,63 @@ class RedisLock:
     def __repr__(self) -> str:
         state = "lost" if self._lost else "held" if self._held else "free"
         return f"<RedisLock {self.key!r} ttl={self.ttl:g}s {state}>"
+
+
+class _Hold:
+    """One hold of a [`RedisLock`][cronlock.lock.RedisLock], as its renewal sees it.
+
+    The renewal's whole view of the lock (`RenewableHold`): it reads the lock through
+    these members only, and `live_token()` tells it when this hold (one acquire, by its
+    generation number) has ended.
+    """
+
+    __slots__ = ("_generation", "_lock")
+
+    def __init__(self, lock: RedisLock, generation: int) -> None:
+        self._lock = lock
+        self._generation = generation
+
+    @property
+    def key(self) -> str:
+        return self._lock.key
+
+    @property
+    def client(self) -> Any:
+        return self._lock._client
+
+    @property
+    def ttl_ms(self) -> int:
+        return self._lock._ttl_ms
+
+    @property
+    def max_hold(self) -> Optional[float]:
+        return self._lock._max_hold
+
+    @property
+    def acquired_at(self) -> float:
+        return self._lock._acquired_at
+
+    @property
+    def valid_until(self) -> float:
+        return self._lock._valid_until
+
+    def live_token(self) -> Optional[str]:
+        lock = self._lock
+        with lock._state:
+            live = lock._generation == self._generation and lock._held and not lock._releasing
+            return lock.token if live and not lock._lost else None
+
+    def remaining(self) -> float:
+        return self._lock.remaining()
+
+    def extend(self, token: str, ttl_ms: int) -> bool:
+        return self._lock._extend(token, ttl_ms)
+
+    def mark_lost(self, reason: str) -> None:
+        self._lock._mark_lost(reason)
+
+    def __repr__(self) -> str:
+        return repr(self._lock)
 
 
 def redis_lock(
