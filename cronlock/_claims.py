@@ -1,7 +1,7 @@
 """Typed calls of the job scripts: claim, renew, finish, trigger (one round trip each).
 
 See ``cronlock/scripts/job_*.lua`` for each script's exact contract. Run history is
-written by the same scripts (no extra round trip) when a :class:`HistoryOptions` with
+written by the same scripts (no extra round trip) when a `HistoryOptions` with
 a stream key is passed.
 """
 
@@ -124,7 +124,7 @@ class ClaimRequest:
 
 
 def decode_claim(reply: Any) -> ClaimReply:
-    """Turn the script's array reply into a :class:`ClaimReply`."""
+    """Turn the script's array reply into a `ClaimReply`."""
     status = text(reply[0])
     rest = [int(x) if isinstance(x, int) else text(x) for x in reply[1:]]
     if status == WON:
@@ -162,7 +162,7 @@ def claim_many(
 ) -> list[Any]:
     """Claim many slots in one pipelined round trip (for many jobs due together).
 
-    Each element is a :class:`ClaimReply`, or the exception that one claim raised (the
+    Each element is a `ClaimReply`, or the exception that one claim raised (the
     others still count). redis-py refuses EVALSHA in ``RedisCluster`` pipelines, so on a
     cluster the claims are sent one after another (one round trip each).
 
@@ -184,7 +184,7 @@ def claim_many(
 def _pipelined(
     client: Any, requests: Sequence[ClaimRequest], replication: Optional[Replication]
 ) -> list[Any]:
-    """The claims (and the WAIT) in one pipeline on one connection; see :func:`claim_many`."""
+    """The claims (and the WAIT) in one pipeline on one connection; see `claim_many`."""
     pipe = client.pipeline(transaction=False)
     for request in requests:
         keys, args = request.args()

@@ -1,12 +1,12 @@
-"""Cron arithmetic for :class:`cronlock.schedules.CronSchedule`: parsing and DST rules.
+"""Cron arithmetic for [`CronSchedule`][cronlock.schedules.CronSchedule]: parsing and DST rules.
 
 Two layers, kept apart so each can be reasoned about alone:
 
-1. **Naive wall-clock matching** (:class:`CronSpec`): which wall-clock times match the
+1. **Naive wall-clock matching** (`CronSpec`): which wall-clock times match the
    expression, computed on "naive seconds" (a wall-clock time written as if it were
    UTC, so no DST exists). croniter does the field logic (``L``, ``W``, ``#``, ``H``).
-2. **Mapping wall-clock matches to instants** (:func:`next_after` and
-   :func:`latest_at_or_before`) in a PEP 495 timezone, with the DST rules below.
+2. **Mapping wall-clock matches to instants** (`next_after` and
+   `latest_at_or_before`) in a PEP 495 timezone, with the DST rules below.
 
 DST rules (Debian cron's, which cronsim implements; see ``tests/unit/test_cron_dst.py``):
 
@@ -77,7 +77,7 @@ _RANDOM_RE = re.compile(r"(?:^|,)r(?:\(|/|,|$)")
 class CronSpec:
     """A parsed expression: naive wall-clock matching, shared by equal schedules.
 
-    Instances are cached by :func:`parse`; they are immutable after construction
+    Instances are cached by `parse`; they are immutable after construction
     (each query works on a shallow copy of the croniter template, so concurrent
     callers do not share croniter's mutable cursor).
     """

@@ -10,7 +10,7 @@ dynamic jobs with the stored specs when it hears of a change, and at least every
 Each schedule becomes an ordinary job of every runner that has the task, keyed by the
 schedule id, so the claim path, history, pause and trigger work on it unchanged. A
 runner without a handler for the task reports it once per schedule (a WARNING, and
-``on_error`` with a :class:`~cronlock.errors.ConfigurationError`, phase ``"acquire"``)
+``on_error`` with a [`ConfigurationError`][cronlock.errors.ConfigurationError], phase ``"acquire"``)
 and lists it in ``runner.tasks.unhandled`` and ``runner.health().warnings``.
 """
 

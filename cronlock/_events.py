@@ -2,9 +2,9 @@
 
 One daemon thread per started runner (started by ``start()``, never at import):
 
-1. subscribes to ``P:events``, where :class:`cronlock.Admin` announces triggers and
+1. subscribes to ``P:events``, where [`cronlock.Admin`][cronlock.admin.Admin] announces triggers and
    dynamic schedule changes, so replicas act within about a second;
-2. every ``poll_interval`` (and after every (re)connection) runs :meth:`Operations.sync`,
+2. every ``poll_interval`` (and after every (re)connection) runs `Operations.sync`,
    the fallback for anything pub/sub missed (pub/sub is at-most-once: a message sent
    while a runner is disconnected is lost): pending triggers, dynamic schedule changes,
    the job registry and the runner's heartbeat, in one pipelined round trip when idle;

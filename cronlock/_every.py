@@ -1,6 +1,6 @@
 """The ``schedule`` library's ``every(...)`` DSL, translated into shared slots.
 
-``runner.every(10).minutes.do(fn)`` reads like :mod:`schedule`, but the job runs on
+``runner.every(10).minutes.do(fn)`` reads like `schedule`, but the job runs on
 slots every replica computes alike: intervals sit on the UTC epoch grid (not relative to
 when the process started) and day/weekday jobs become cron in a timezone.
 
@@ -8,29 +8,27 @@ Translation (``n`` is the argument of ``every``; ``tz`` the ``.at(..., tz)`` zon
 default UTC; ``at()`` times without a zone are **UTC**, where ``schedule`` would use
 the process's local zone, because replicas must agree and never read their local zone):
 
-=========================================  ==============================================
-DSL                                        schedule
-=========================================  ==============================================
-``every(n).seconds``                       ``IntervalSchedule(n)``
-``every(n).minutes``                       ``IntervalSchedule(60 n)``
-``every(n).minutes.at(":SS")``             ``IntervalSchedule(60 n, offset=SS)``
-``every(n).hours``                         ``IntervalSchedule(3600 n)``
-``every(n).hours.at("MM:SS" | ":MM")``     ``IntervalSchedule(3600 n, offset=MM*60+SS)``
-``every().hour.at(":MM", tz)``             ``CronSchedule("MM * * * *", tz)`` (6 fields if SS)
-``every(n).hours.at(.., tz)``, 24 % n = 0  ``CronSchedule("MM */n * * *", tz)``
-``every().day``                            ``IntervalSchedule(86400)`` (00:00 UTC)
-``every().day.at("HH:MM[:SS]", tz)``       ``CronSchedule("MM HH * * *", tz)`` (+ SS last)
-``every(n).days``                          ``IntervalSchedule(86400 n)``: every n-th day
-                                           counted from 1970-01-01 UTC
-``every(n).days.at("HH:MM[:SS]")``         ``IntervalSchedule(86400 n, offset=HH:MM:SS)``
-                                           (UTC only; another tz is refused)
-``every(n).weeks``                         ``IntervalSchedule(604800 n, offset=4 days)``:
-                                           Mondays 00:00 UTC (1970-01-01 was a Thursday)
-``every().monday[.at("HH:MM", tz)]``       ``CronSchedule("MM HH * * 1", tz)`` (00:00 default)
-``... .until(moment)``                     ``UntilSchedule(schedule, moment)``
-``... .to(m)``                             refused: a random interval cannot be shared
-``... .tag(*tags)``                        tags passed to the runner
-=========================================  ==============================================
+| DSL | schedule |
+|---|---|
+| ``every(n).seconds`` | ``IntervalSchedule(n)`` |
+| ``every(n).minutes`` | ``IntervalSchedule(60 n)`` |
+| ``every(n).minutes.at(":SS")`` | ``IntervalSchedule(60 n, offset=SS)`` |
+| ``every(n).hours`` | ``IntervalSchedule(3600 n)`` |
+| ``every(n).hours.at("MM:SS")``, ``.at(":MM")`` | ``IntervalSchedule(3600 n, offset=MM*60+SS)`` |
+| ``every().hour.at(":MM", tz)`` | ``CronSchedule("MM * * * *", tz)`` (6 fields if SS) |
+| ``every(n).hours.at(.., tz)``, 24 % n = 0 | ``CronSchedule("MM */n * * *", tz)`` |
+| ``every().day`` | ``IntervalSchedule(86400)`` (00:00 UTC) |
+| ``every().day.at("HH:MM[:SS]", tz)`` | ``CronSchedule("MM HH * * *", tz)`` (+ SS last) |
+| ``every(n).days`` | ``IntervalSchedule(86400 n)``: every n-th day counted from 1970-01-01 UTC |
+| ``every(n).days.at("HH:MM[:SS]")`` | ``IntervalSchedule(86400 n, offset=HH:MM:SS)``, UTC only |
+| ``every(n).weeks`` | ``IntervalSchedule(604800 n, offset=4 days)``: Mondays 00:00 UTC |
+| ``every().monday[.at("HH:MM", tz)]`` | ``CronSchedule("MM HH * * 1", tz)`` (00:00 default) |
+| ``... .until(moment)`` | ``UntilSchedule(schedule, moment)`` |
+| ``... .to(m)`` | refused: a random interval cannot be shared |
+| ``... .tag(*tags)`` | tags passed to the runner |
+
+``every(n).days.at()`` refuses another timezone than UTC. Weeks start on Monday 00:00 UTC
+(1970-01-01 was a Thursday, hence the offset of 4 days).
 
 ``.until()`` accepts what ``schedule`` accepts: an aware datetime, a naive one or a
 string ``"%Y-%m-%d %H:%M[:%S]"``, ``"%Y-%m-%d"``, ``"%H:%M[:%S]"`` (naive values are
@@ -38,8 +36,9 @@ read in the ``.at()`` zone, default UTC), a ``time`` (today, in that zone) or a
 ``timedelta`` (from the clock's now, so replicas may differ by their clock skew near the
 bound). A moment in the past is refused, as in ``schedule``.
 
-Errors carry ``schedule``'s meaning and are :class:`~cronlock.errors.ConfigurationError`
-(``every(2).monday``, ``every(2).minute``, ``.at()`` on seconds or weeks, bad formats).
+Errors carry ``schedule``'s meaning and are
+[`ConfigurationError`][cronlock.errors.ConfigurationError] (``every(2).monday``,
+``every(2).minute``, ``.at()`` on seconds or weeks, bad formats).
 """
 
 from __future__ import annotations

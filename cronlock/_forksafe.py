@@ -10,14 +10,14 @@ waits forever. redis-py 5 re-creates the lock on reset, redis-py 8 does not.
 So, around every ``fork()``:
 
 * before: acquire the pool lock of every client that cronlock's own threads are using
-  (running runners, renewing locks; see :func:`clients_from`), waiting the moment a
+  (running runners, renewing locks; see `clients_from`), waiting the moment a
   thread takes to leave it;
 * after, in the parent and in the child: release them. The child then finds the pools
   free, and redis-py's own pid check gives it new connections on first use.
 
 Limits: only pools reached through a registered source are held (a pool that the
 application's own threads use is the application's and redis-py's business); a lock
-that cannot be taken within :data:`WAIT` seconds is left alone with a WARNING rather than
+that cannot be taken within `WAIT` seconds is left alone with a WARNING rather than
 stalling the fork. Relies on redis-py's private ``ConnectionPool._lock`` (present in
 redis-py 5 through 8, tested in the compatibility matrix); a pool without one is skipped.
 """

@@ -4,25 +4,23 @@ Every key cronlock writes starts with the prefix (default ``cronlock``) and carr
 the user's key in a Redis Cluster hash tag ``{...}``, so all keys one script touches
 live on the same node.
 
-============================  ===========  ===========================================
-key                           type         holds / lifetime
-============================  ===========  ===========================================
-``P:lock:{K}``                string       the holder's token; PX = the lock's ttl
-``P:fence:{K}``               string       "fence since_us token holder"; PX = ttl + 60 s
-``P:queue:{K}``               zset         waiting acquirers by arrival (us); PX 2x place
-``P:qexp:{K}``                zset         when each waiter's place lapses (ms); same PX
-``P:wake:{K}:TOKEN``          list         wakes one waiter; PX 5 s
-``P:job:{K}``                 hash         a job's claim state (see docs/how-it-works)
-``P:history:{K}``             stream       a job's run history; capped by count and age
-``P:trigger:{K}``             list         a job's pending manual-run requests (<= 100)
-``P:triggers``                set          job keys with pending requests (poll fallback)
-``P:jobs``                    hash         job key -> JSON (schedule, spec, last seen)
-``P:pause-all``               string       "1" while pause-all is in effect
-``P:runner:ID``               string       a live runner's JSON heartbeat; EX 30 s
-``P:schedules``               hash         dynamic schedule id -> JSON spec
-``P:schedules:version``       string       bumped on every dynamic schedule change
-``P:events``                  channel      pub/sub: trigger and schedule notifications
-============================  ===========  ===========================================
+| key                     | type    | holds / lifetime                               |
+|-------------------------|---------|------------------------------------------------|
+| ``P:lock:{K}``          | string  | the holder's token; PX = the lock's ttl        |
+| ``P:fence:{K}``         | string  | "fence since_us token holder"; PX = ttl + 60 s |
+| ``P:queue:{K}``         | zset    | waiting acquirers by arrival (us); PX 2x place |
+| ``P:qexp:{K}``          | zset    | when each waiter's place lapses (ms); same PX  |
+| ``P:wake:{K}:TOKEN``    | list    | wakes one waiter; PX 5 s                       |
+| ``P:job:{K}``           | hash    | a job's claim state (see docs/how-it-works)    |
+| ``P:history:{K}``       | stream  | a job's run history; capped by count and age   |
+| ``P:trigger:{K}``       | list    | a job's pending manual-run requests (<= 100)   |
+| ``P:triggers``          | set     | job keys with pending requests (poll fallback) |
+| ``P:jobs``              | hash    | job key -> JSON (schedule, spec, last seen)    |
+| ``P:pause-all``         | string  | "1" while pause-all is in effect               |
+| ``P:runner:ID``         | string  | a live runner's JSON heartbeat; EX 30 s        |
+| ``P:schedules``         | hash    | dynamic schedule id -> JSON spec               |
+| ``P:schedules:version`` | string  | bumped on every dynamic schedule change        |
+| ``P:events``            | channel | pub/sub: trigger and schedule notifications    |
 
 The keys without a hash tag (``P:jobs``, ``P:pause-all``, ``P:runner:ID``,
 ``P:schedules``, ``P:triggers``) are read and written alone, never together with a job's keys in one

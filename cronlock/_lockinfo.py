@@ -15,7 +15,7 @@ _INSPECT = Script("lock_inspect")
 
 @dataclass(frozen=True)
 class LockInfo:
-    """Who holds a lock, as :func:`inspect` read it (one atomic script)."""
+    """Who holds a lock, as [`inspect`][cronlock.lock.inspect] read it (one atomic script)."""
 
     key: str
     token: str

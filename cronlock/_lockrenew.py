@@ -1,8 +1,8 @@
 """Renewal of held locks from the process's one shared renewal thread.
 
-Each hold of a :class:`~cronlock.lock.RedisLock` with ``renew=True`` gets a
-:class:`Renewal`, due every ``ttl / 3``. The holds of one process are kept by
-:data:`HOLDS` (a :class:`Holds`), which sits in :func:`cronlock._renewer.get_renewer`'s
+Each hold of a [`RedisLock`][cronlock.lock.RedisLock] with ``renew=True`` gets a
+`Renewal`, due every ``ttl / 3``. The holds of one process are kept by
+`HOLDS` (a `Holds`), which sits in `cronlock._renewer.get_renewer`'s
 heap as *one* entry due at its earliest live renewal. So:
 
 * an acquire costs a dict insert and a heap push on a small heap of live holds, and a
@@ -15,17 +15,17 @@ A renewal:
 * stops quietly once the hold ends (release, re-acquire: a generation number tells);
 * marks the lock lost (WARNING, ``on_lost``) when the script says the key is not ours;
 * on a Redis error, logs a WARNING and retries while the lease may still be valid, and
-  marks the lock lost once :meth:`~cronlock.lock.RedisLock.remaining` reaches 0;
+  marks the lock lost once [`remaining`][cronlock.lock.RedisLock.remaining] reaches 0;
 * with ``max_hold``, asks for shorter leases so the lock ends ``max_hold`` after the
   acquire, then marks it lost if it is still held;
-* before its first Redis call, arms a :class:`_LeaseWatch` on the deadline heap, which
+* before its first Redis call, arms a `_LeaseWatch` on the deadline heap, which
   marks the lock lost when the lease runs out even while a renewal hangs on a Redis that
   does not answer. Holds released before their first renewal (most) never pay for it.
 
 Fork: a forked child starts with no holds, so a lock held by the parent is never
 renewed by the child (it stays the parent's); the child's own holds are renewed by the
 child's renewer. The pools of the holds' clients are held across the fork
-(:mod:`cronlock._forksafe`), so the renewal thread is never inside one at that moment.
+(`cronlock._forksafe`), so the renewal thread is never inside one at that moment.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ How a wait goes (each step is one round trip):
    its first arrival, kept across retries) with a place that lapses ``PLACE_MS`` after
    its latest attempt.
 2. The waiter blocks (``BLPOP``) on its own wake list for at most the shortest of: the
-   wait left, the holder's remaining lease, :data:`HEARTBEAT` and a bound below the
+   wait left, the holder's remaining lease, `HEARTBEAT` and a bound below the
    client's ``socket_timeout`` (so redis-py never times out a healthy block).
 3. The release script ``LPUSH``es to the wake list of the queue's first live waiter:
    exactly that waiter retries at once; nobody else stampedes. A free lock goes only to

@@ -3,28 +3,32 @@
 The proxy listens on a free loopback port and forwards every connection to the real
 server. While it runs, a test can:
 
-* :meth:`TcpProxy.set_delay` - hold every forwarded chunk for a while (a slow network);
-* :meth:`TcpProxy.partition` / :meth:`TcpProxy.heal` - drop everything in both
-  directions (a network cut: the client sees timeouts, the server sees silence), then
-  restore service (connections cut during the partition are closed at the heal, as a
-  real network's TCP timeouts would eventually do);
-* :meth:`TcpProxy.cut` - close every current connection at once (a reset);
-* :meth:`TcpProxy.drop_reply_to` - let a command matching some bytes reach the server,
-  discard the server's reply and close that connection: "the command was applied but
-  its reply was lost".
+* [`TcpProxy.set_delay`][cronlock.testing.TcpProxy.set_delay] - hold every forwarded chunk for a
+  while (a slow network);
+* [`TcpProxy.partition`][cronlock.testing.TcpProxy.partition] /
+  [`TcpProxy.heal`][cronlock.testing.TcpProxy.heal] - drop everything in both directions (a
+  network cut: the client sees timeouts, the server sees silence), then restore service
+  (connections cut during the partition are closed at the heal, as a real network's TCP
+  timeouts would eventually do);
+* [`TcpProxy.cut`][cronlock.testing.TcpProxy.cut] - close every current connection at once (a
+  reset);
+* [`TcpProxy.drop_reply_to`][cronlock.testing.TcpProxy.drop_reply_to] - let a command matching some
+  bytes reach the server, discard the server's reply and close that connection: "the command was
+  applied but its reply was lost".
 
 Guarantee and limits: a test tool, not a production proxy. Each connection costs two
 threads; chunks are forwarded as read (no RESP parsing), which on loopback means a
-reply arrives in one chunk. Threads are started only by :meth:`TcpProxy.start`, never
-at import.
+reply arrives in one chunk. Threads are started only by
+[`TcpProxy.start`][cronlock.testing.TcpProxy.start], never at import.
 
-Example::
-
+Example:
+    ```python
     proxy = TcpProxy(("127.0.0.1", server.port)).start()
     client = redis.Redis(port=proxy.port, socket_timeout=0.5)
     proxy.partition()   # client calls now time out
     proxy.heal()
     proxy.stop()
+    ```
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ class TcpProxy:
         port: the port to listen on (default: a free one).
 
     Attributes:
-        replies_dropped: how many replies :meth:`drop_reply_to` has discarded.
+        replies_dropped: how many replies [`drop_reply_to`][cronlock.testing.TcpProxy.drop_reply_to]
+            has discarded.
         drop_times: when each was discarded (``time.time()``).
     """
 

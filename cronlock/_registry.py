@@ -1,6 +1,6 @@
 """Who is alive and which jobs exist: runner heartbeats and the job registry.
 
-* ``P:runner:ID`` (string, JSON, ``EX`` :data:`HEARTBEAT_TTL_S`): one per live runner,
+* ``P:runner:ID`` (string, JSON, ``EX`` `HEARTBEAT_TTL_S`): one per live runner,
   refreshed every ``poll_interval`` by its operations thread. A runner that dies stops
   refreshing it and disappears from ``Admin.runners()`` within the TTL.
 * ``P:jobs`` (hash): job key -> JSON ``{"schedule", "spec", "task", "seen"}``, written by
@@ -39,7 +39,7 @@ SCAN_LIMIT = 10_000
 
 
 def schedule_spec(schedule: Schedule, key: str) -> Optional[dict[str, Any]]:
-    """A JSON-able description from which :func:`schedule_from_spec` rebuilds ``schedule``."""
+    """A JSON-able description from which `schedule_from_spec` rebuilds ``schedule``."""
     if isinstance(schedule, IntervalSchedule):
         return {"interval_ms": schedule.period_ms, "offset_ms": schedule.offset_ms}
     if isinstance(schedule, CronSchedule):

@@ -1,6 +1,6 @@
 """One renewal thread per process, shared by every lock and every running job.
 
-Each held lease registers a :class:`Renewable` with a due time; the thread sleeps on a
+Each held lease registers a `Renewable` with a due time; the thread sleeps on a
 heap of due times, calls ``renew_due()`` on whatever is due and re-queues it at the time
 that call returns. Starting a thread per lock costs a thread start per acquire (what
 makes python-redis-lock and pottery 2-4x slower than a bare ``SET NX``); a heap costs
@@ -9,7 +9,7 @@ one push.
 Limits: renewals run one after another, so a Redis call that hangs delays the others
 by up to the client's socket timeout (forever without one). Deadlines that need no
 Redis call (a lease running out, a job's timeout) therefore sit on a second heap with
-its own thread, :func:`get_deadlines`, which a stuck renewal cannot hold up.
+its own thread, `get_deadlines`, which a stuck renewal cannot hold up.
 
 Fork: the threads do not exist in a forked child. The child gets fresh, empty
 heaps on first use, so a lease held by the parent is never renewed (nor released)

@@ -1,13 +1,15 @@
 """One won claim being carried out: the handler call, its lease renewal, its finish.
 
-Timeline of a run (the owner's view)::
+Timeline of a run (the owner's view):
 
-    claim ──won──> renew every ttl/3 (shared renewal thread) ──> finish(done|failed)
-                        │ renew says "lost" (taken over / replaced) or the lease ran out
-                        │ while Redis was unreachable
-                        └──> ctx.cancelled is set; finish would say "lost": skipped
-    runner.stop() ──> ctx.cancelled is set; a handler that gives up (raises) is
-                      finished as "handover", so another replica takes the slot at once
+```text
+claim ──won──> renew every ttl/3 (shared renewal thread) ──> finish(done|failed)
+                    │ renew says "lost" (taken over / replaced) or the lease ran out
+                    │ while Redis was unreachable
+                    └──> ctx.cancelled is set; finish would say "lost": skipped
+runner.stop() ──> ctx.cancelled is set; a handler that gives up (raises) is
+                  finished as "handover", so another replica takes the slot at once
+```
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The scheduling loop of a :class:`~cronlock.runner.CronRunner`.
+"""The scheduling loop of a [`CronRunner`][cronlock.runner.CronRunner].
 
 One thread sleeps on a heap of entries ``(due time, job, slot)``; it never polls every
 job. When entries fall due it claims them all (pipelined, one round trip per batch),
 then acts on each reply:
 
-* ``won``: start a :class:`~cronlock._run.Run` (a worker thread, or inline under
+* ``won``: start a `Run` (a worker thread, or inline under
   ``run_pending``), whose lease the shared renewal thread keeps alive;
 * ``taken``: look again when the holder's lease would lapse (one round trip per lease
   period per running job), or at once when the holder announces a handover;
@@ -84,7 +84,7 @@ class _Entry:
 
 
 class SchedulerLoop:
-    """The scheduling half of :class:`~cronlock.runner.CronRunner` (its base class).
+    """The scheduling half of [`CronRunner`][cronlock.runner.CronRunner] (its base class).
 
     It holds no state of its own: the attributes below are the runner's, set up in
     ``CronRunner.__init__`` and ``_init_threading_state``.

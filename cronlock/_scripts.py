@@ -38,7 +38,7 @@ class Script:
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
     def queue(self, pipe: Any, keys: Sequence[str], args: Sequence[Arg]) -> None:
-        """Add a call to a pipeline; run it with :func:`execute_pipeline`."""
+        """Add a call to a pipeline; run it with `execute_pipeline`."""
         pipe.evalsha(self.sha, len(keys), *keys, *args)
 
     def __repr__(self) -> str:

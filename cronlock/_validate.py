@@ -1,6 +1,6 @@
 """Checks on user input, run before anything is sent to Redis.
 
-Each check raises :class:`~cronlock.errors.ConfigurationError` (or ``TypeError`` for a
+Each check raises [`ConfigurationError`][cronlock.errors.ConfigurationError] (or ``TypeError`` for a
 value of the wrong kind altogether) with a message that names the bad value.
 """
 

@@ -1,7 +1,7 @@
 """``Admin``: see and steer the jobs of a fleet of runners, from any process.
 
 ``Admin(client, prefix)`` needs no runner: it reads and writes the same Redis keys the
-runners use (see :mod:`cronlock._keys`), so a management script, a web endpoint or the
+runners use (see `cronlock._keys`), so a management script, a web endpoint or the
 ``cronlock`` CLI can use it. Every runner honours what it writes:
 
 * ``pause(key)`` / ``resume(key)`` set a flag in the job's state hash, which the claim
@@ -15,7 +15,7 @@ runners use (see :mod:`cronlock._keys`), so a management script, a web endpoint 
   ``cronlock/scripts/job_trigger.lua``). Replicas hear of it through pub/sub within
   about a second, else at their next ``poll_interval`` check.
 * ``add_schedule`` / ``remove_schedule`` store dynamic schedules for handlers that
-  runners registered with ``@runner.task(name)``; see :mod:`cronlock._dynamic`.
+  runners registered with ``@runner.task(name)``; see `cronlock._dynamic`.
 
 Example:
     >>> admin = Admin(client, prefix="myapp")  # doctest: +SKIP
@@ -284,7 +284,10 @@ class Admin:
         self.client.hset(job_key(self.prefix, check_key(key)), "paused", "1")
 
     def resume(self, key: str) -> None:
-        """Undo :meth:`pause` (the next due slot runs; missed ones follow catch-up)."""
+        """Undo [`pause`][cronlock.admin.Admin.pause].
+
+        The next due slot runs; missed ones follow catch-up.
+        """
         self.client.hdel(job_key(self.prefix, check_key(key)), "paused")
 
     def pause_all(self) -> int:

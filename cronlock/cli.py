@@ -1,16 +1,18 @@
 """The ``cronlock`` command line (also ``python -m cronlock``).
 
-Commands::
+Commands:
 
-    cronlock next EXPRESSION [--timezone TZ] [--count N] [--after ISO]
-    cronlock doctor [--clock-tolerance S]
-    cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S] -- COMMAND [ARGS...]
-    cronlock locks [KEY]
-    cronlock demo [--duration S] [--replicas N] [--no-kill]
-    cronlock status | jobs | runners | history [KEY] [--limit N]
-    cronlock pause|resume KEY | --all;  cronlock trigger KEY [--force]
-    cronlock schedule add TASK --cron EXPR|--interval S [...] | list | remove ID
-    cronlock run MODULE:ATTR [--stop-timeout S]
+```text
+cronlock next EXPRESSION [--timezone TZ] [--count N] [--after ISO]
+cronlock doctor [--clock-tolerance S]
+cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S] -- COMMAND [ARGS...]
+cronlock locks [KEY]
+cronlock demo [--duration S] [--replicas N] [--no-kill]
+cronlock status | jobs | runners | history [KEY] [--limit N]
+cronlock pause|resume KEY | --all;  cronlock trigger KEY [--force]
+cronlock schedule add TASK --cron EXPR|--interval S [...] | list | remove ID
+cronlock run MODULE:ATTR [--stop-timeout S]
+```
 
 Global options (before or after the command): ``--redis-url URL`` (else
 ``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``), ``--prefix`` (default ``cronlock``),
@@ -18,22 +20,22 @@ Global options (before or after the command): ``--redis-url URL`` (else
 
 Exit codes:
 
-=========  ==================================================================
-0          success (doctor: no check failed; exec: the command exited 0)
-1          doctor: at least one check failed; other commands: an error was reported
-2          usage error: bad option, expression, timezone, or no Redis URL given
-69         Redis could not be reached (exec: the command was not run)
-70         an unexpected error inside cronlock (a bug: please report it)
-75         exec: the lock is held by another owner; the command was not run
-76         exec: the lock was lost while the command ran; it was sent SIGTERM
-126, 127   exec: the command could not be executed / was not found
-128+N      exec: the command was killed by signal N
-other      exec: the command's own exit status
-=========  ==================================================================
+| code     | meaning                                                                  |
+|----------|--------------------------------------------------------------------------|
+| 0        | success (doctor: no check failed; exec: the command exited 0)            |
+| 1        | doctor: at least one check failed; other commands: an error was reported |
+| 2        | usage error: bad option, expression, timezone, or no Redis URL given     |
+| 69       | Redis could not be reached (exec: the command was not run)               |
+| 70       | an unexpected error inside cronlock (a bug: please report it)            |
+| 75       | exec: the lock is held by another owner; the command was not run         |
+| 76       | exec: the lock was lost while the command ran; it was sent SIGTERM       |
+| 126, 127 | exec: the command could not be executed / was not found                  |
+| 128+N    | exec: the command was killed by signal N                                 |
+| other    | exec: the command's own exit status                                      |
 
 Adding a command: write a module with ``register(subparsers)`` that adds a parser and
 ``set_defaults(handler=run)``, where ``run(args) -> int`` returns the exit status (or
-raises :class:`~cronlock._cli._common.CliError`), and list it in :data:`COMMANDS`.
+raises `CliError`), and list it in `COMMANDS`.
 The CLI configures logging (stderr); the library never does.
 """
 
@@ -83,7 +85,7 @@ def _epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser: global options plus one subparser per module in :data:`COMMANDS`."""
+    """The full parser: global options plus one subparser per module in `COMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="cronlock",
         description="Run scheduled jobs once across replicas, with Redis deciding who runs.",

@@ -2,11 +2,11 @@
 
 cronlock reads wall time only to decide *which* slot is due; whether a lease is still
 valid is decided on Redis's clock (``TIME`` inside the scripts). Everything that needs
-the wall clock takes a :class:`Clock`, so tests can skew one replica or drive the
-scheduler step by step without patching :mod:`datetime`.
+the wall clock takes a [`Clock`][cronlock.clock.Clock], so tests can skew one replica or drive the
+scheduler step by step without patching `datetime`.
 
 A clock may be given as any object with ``time()`` and ``monotonic()`` methods, or as a
-bare callable returning epoch seconds (like :func:`time.time`).
+bare callable returning epoch seconds (like `time.time`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ ClockLike = Union[Clock, Callable[[], float], None]
 
 
 class SystemClock:
-    """The real clocks: :func:`time.time` and :func:`time.monotonic`."""
+    """The real clocks: `time.time` and `time.monotonic`."""
 
     def time(self) -> float:
         return time.time()
@@ -74,10 +74,11 @@ class CallableClock(SystemClock):
 class FakeClock:
     """A clock that moves only when told to; for driving ``run_pending()`` in tests.
 
-    Example::
-
+    Example:
+        ```python
         clock = FakeClock(1_700_000_000.0)
         clock.advance(30)
+        ```
     """
 
     def __init__(self, start: float = 1_700_000_000.0) -> None:
@@ -111,7 +112,8 @@ class FakeClock:
 
 
 def as_clock(clock: ClockLike) -> Clock:
-    """Accept a :class:`Clock`, a callable returning epoch seconds, or ``None`` (system)."""
+    """Accept a [`Clock`][cronlock.clock.Clock], a callable returning epoch seconds, or
+    ``None`` (system)."""
     if clock is None:
         return SystemClock()
     if isinstance(clock, Clock):

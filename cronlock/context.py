@@ -30,7 +30,8 @@ class JobContext:
             to the systems you write to so they can refuse a stale writer.
         idempotency_key: ``"<key>:<slot ms>"``, stable across attempts of one slot.
         cancelled: set when the lease is lost, the runner stops or the job's
-            ``timeout`` passes; check it between steps of long work, or call :meth:`check`.
+            ``timeout`` passes; check it between steps of long work, or call
+            [`check`][cronlock.context.JobContext.check].
         timed_out: set (with ``cancelled``) when the run went past the job's ``timeout``.
         payload: the JSON payload of a dynamic schedule, else None.
     """
@@ -53,8 +54,8 @@ class JobContext:
         return f"{self.key}:{self.slot_ms}"
 
     def check(self) -> None:
-        """Raise :class:`~cronlock.errors.JobCancelled` if this run has been cancelled
-        (:class:`~cronlock.errors.JobTimeout` if because of the job's ``timeout``)."""
+        """Raise [`JobCancelled`][cronlock.errors.JobCancelled] if this run has been cancelled
+        ([`JobTimeout`][cronlock.errors.JobTimeout] if because of the job's ``timeout``)."""
         if self.timed_out.is_set():
             raise JobTimeout(
                 f"run of job {self.key!r} slot {self.slot.isoformat()} attempt {self.attempt} "

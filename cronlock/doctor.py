@@ -1,33 +1,32 @@
 """Check that a Redis (or Valkey) server can keep cronlock's promises.
 
-:func:`check_server` runs a list of read-mostly checks and returns one :class:`Check`
-per topic, each ``pass``, ``warn`` or ``fail`` with a one-line explanation. It never
-raises for what the server says: a command refused by an ACL, an unknown reply or a
-dropped connection becomes a ``warn`` or ``fail`` line naming the cause. ``cronlock
+[`check_server`][cronlock.doctor.check_server] runs a list of read-mostly checks and returns one
+[`Check`][cronlock.doctor.Check] per topic, each ``pass``, ``warn`` or ``fail`` with a one-line
+explanation. It never raises for what the server says: a command refused by an ACL, an unknown reply
+or a dropped connection becomes a ``warn`` or ``fail`` line naming the cause. ``cronlock
 doctor`` prints the same list.
 
-==============  ==========================================================================
-check           what it looks at
-==============  ==========================================================================
-reachable       ``PING`` answers (nothing else is tried when it does not)
-version         Redis >= 6.2 or Valkey >= 7.2 (see :data:`MIN_REDIS`); which server it is
-eviction        ``maxmemory-policy``: ``noeviction``/``volatile-*`` pass, ``allkeys-*`` fail
-cluster         standalone, or a cluster in state ``ok`` (its node count is reported)
-clock           this machine's clock against the server's ``TIME``
-persistence     RDB or AOF enabled; without either, a restart forgets done-slot records
-scripting       ``SCRIPT LOAD`` and ``EVALSHA`` of a script that calls ``TIME`` then writes
-keys            a key under ``PREFIX:`` can be written and deleted (ACL key patterns, replicas)
-==============  ==========================================================================
+| check       | what it looks at                                                                |
+|-------------|---------------------------------------------------------------------------------|
+| reachable   | ``PING`` answers (nothing else is tried when it does not)                       |
+| version     | Redis >= 6.2 or Valkey >= 7.2 (see `MIN_REDIS`); which server it is             |
+| eviction    | ``maxmemory-policy``: ``noeviction``/``volatile-*`` pass, ``allkeys-*`` fail    |
+| cluster     | standalone, or a cluster in state ``ok`` (its node count is reported)           |
+| clock       | this machine's clock against the server's ``TIME``                              |
+| persistence | RDB or AOF enabled; without either, a restart forgets done-slot records         |
+| scripting   | ``SCRIPT LOAD`` and ``EVALSHA`` of a script that calls ``TIME`` then writes     |
+| keys        | a key under ``PREFIX:`` can be written and deleted (ACL key patterns, replicas) |
 
 What it does not check: Sentinel topology, replication lag, TLS settings, or whether
 other applications share the database.
 
-Example::
-
+Example:
+    ```python
     from cronlock.doctor import check_server
 
     for check in check_server(redis.Redis.from_url(url)):
         print(check.status, check.name, check.detail)
+    ```
 """
 
 from __future__ import annotations
@@ -360,8 +359,8 @@ def check_server(
         clock: The clock to compare (default: the system clock).
 
     Returns:
-        One :class:`Check` per topic, in a fixed order. If the server cannot be reached,
-        only the ``reachable`` check (a ``fail``) is returned.
+        One [`Check`][cronlock.doctor.Check] per topic, in a fixed order. If the server cannot be
+        reached, only the ``reachable`` check (a ``fail``) is returned.
     """
     wall = as_clock(clock)
     started = time.monotonic()

@@ -1,15 +1,15 @@
 """Every exception cronlock raises, in one tree.
 
-::
-
-    CronlockError
-    ├── ConfigurationError (also ValueError)   bad input, refused before Redis is touched
-    ├── LockNotAcquired                        someone else holds the lock (or the wait ran out)
-    ├── LockLost                               a held lock expired or was taken by someone else
-    ├── JobCancelled                           raised by ``ctx.check()`` once a run is cancelled
-    │   └── JobTimeout                         ... because it ran past its job's ``timeout``
-    ├── CorruptStateError                      a cronlock key holds data that is not ours
-    └── NotReplicated                          a claim reached fewer replicas than asked for
+```text
+CronlockError
+├── ConfigurationError (also ValueError)   bad input, refused before Redis is touched
+├── LockNotAcquired                        someone else holds the lock (or the wait ran out)
+├── LockLost                               a held lock expired or was taken by someone else
+├── JobCancelled                           raised by ctx.check() once a run is cancelled
+│   └── JobTimeout                         ... because it ran past its job's timeout
+├── CorruptStateError                      a cronlock key holds data that is not ours
+└── NotReplicated                          a claim reached fewer replicas than asked for
+```
 
 Errors from Redis itself (``redis.ConnectionError``, ``redis.TimeoutError``, ...) are
 not wrapped: the caller already knows them, and wrapping would hide the cause.

@@ -1,7 +1,7 @@
 """``@exclusive``: run a function on one process cluster-wide at a time; ``configure``.
 
-Example::
-
+Example:
+    ```python
     cronlock.configure(client=redis.Redis.from_url("redis://localhost:6379/0"))
 
     @exclusive("nightly-import", ttl=600)
@@ -9,10 +9,12 @@ Example::
         ...
 
     nightly_import()   # runs here, or returns None (INFO log) if running elsewhere
+    ```
 
-The client is, in order: the ``client=`` argument, the one given to :func:`configure`,
-or one made from ``$CRONLOCK_REDIS_URL`` (else ``$REDIS_URL``) on the first call that
-needs it (never at import or decoration time), shared by every decorated function.
+The client is, in order: the ``client=`` argument, the one given to
+[`configure`][cronlock.exclusive.configure], or one made from ``$CRONLOCK_REDIS_URL`` (else
+``$REDIS_URL``) on the first call that needs it (never at import or decoration time), shared by
+every decorated function.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ _from_env: Optional[tuple[str, Any]] = None
 
 
 def configure(client: Optional[Any] = None) -> None:
-    """Set the default client for :func:`exclusive` (``None`` forgets it).
+    """Set the default client for [`exclusive`][cronlock.exclusive.exclusive] (``None`` forgets it).
 
     Args:
         client: a ``redis.Redis`` or ``redis.cluster.RedisCluster``.
@@ -103,7 +105,8 @@ def exclusive(
         wait: ``None``: do not wait; seconds: wait that long for the lock.
         renew: extend the lease while the function runs.
         on_locked: ``"skip"`` (return None and log at INFO: in a fleet, another replica
-            running it is normal) or ``"raise"`` (:class:`LockNotAcquired`).
+            running it is normal) or ``"raise"``
+            ([`LockNotAcquired`][cronlock.errors.LockNotAcquired]).
         prefix: namespace of the Redis keys.
 
     Raises:

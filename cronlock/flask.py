@@ -1,11 +1,11 @@
 """The Flask extension: ``CronLock(app)`` or ``CronLock()`` + ``init_app(app)``.
 
 Jobs are registered on the extension with the runner's decorators; each app the
-extension is initialised on gets its own :class:`~cronlock.runner.CronRunner` (kept in
+extension is initialised on gets its own [`CronRunner`][cronlock.runner.CronRunner] (kept in
 ``app.extensions["cronlock"]``), and every handler runs inside ``app.app_context()``.
 
-Example::
-
+Example:
+    ```python
     from flask import Flask
     from cronlock.flask import CronLock
 
@@ -20,12 +20,13 @@ Example::
         app.config["CRONLOCK_REDIS_URL"] = "redis://localhost:6379/0"
         cronlock.init_app(app)                # registers the jobs; starts nothing by default
         return app
+    ```
 
 Threads: ``init_app`` starts none unless ``CRONLOCK_AUTOSTART`` is true, and even then
 not in the Werkzeug reloader's watcher process, nor under ``flask`` CLI commands other
 than ``flask run`` (``flask shell`` or a migration never runs jobs). Under gunicorn, use
-the hooks in :mod:`cronlock.gunicorn` instead of autostart. A started runner is stopped
-at interpreter exit (``atexit``), handing running slots over.
+the hooks in [`cronlock.gunicorn`][cronlock.gunicorn] instead of autostart. A started runner is
+stopped at interpreter exit (``atexit``), handing running slots over.
 
 Limits: ``app.run(debug=True)`` from a script loads the app in the reloader's watcher
 before anything says a reloader is coming, so autostart would run jobs there too; use
@@ -111,7 +112,8 @@ class CronLock:
     """Flask extension: one runner per app, jobs registered once on the extension.
 
     Args:
-        app: initialise on this app at once (else call :meth:`init_app`).
+        app: initialise on this app at once (else call
+            [`init_app`][cronlock.flask.CronLock.init_app]).
         client: a redis-py client to use instead of ``CRONLOCK_REDIS_URL``.
         observers: passed to every runner (history sinks, metrics).
         on_error: ``on_error(error, context)`` for every runner; default: log.
@@ -120,8 +122,8 @@ class CronLock:
     later; jobs registered after are attached to the apps already initialised too.
     The extension keeps no reference to an app (state lives in ``app.extensions``).
 
-    Example::
-
+    Example:
+        ```python
         cronlock = CronLock()
 
         @cronlock.interval(seconds=30, key="heartbeat")
@@ -130,6 +132,7 @@ class CronLock:
 
         cronlock.init_app(app)
         cronlock.start(app)            # or CRONLOCK_AUTOSTART=True, or the gunicorn hooks
+        ```
     """
 
     def __init__(
@@ -154,8 +157,8 @@ class CronLock:
     def init_app(self, app: Flask) -> None:
         """Read the ``CRONLOCK_*`` configuration, create the app's runner, attach the jobs.
 
-        Starts the runner only if :func:`should_autostart` says so. Raises
-        ConfigurationError for bad configuration, before any Redis work.
+        Starts the runner only if [`should_autostart`][cronlock.flask.should_autostart] says so.
+        Raises ConfigurationError for bad configuration, before any Redis work.
         """
         if EXTENSION_KEY in app.extensions:
             raise ConfigurationError(f"cronlock is already initialised on app {app.name!r}")
@@ -212,7 +215,7 @@ class CronLock:
         )
 
     def runner_for(self, app: Optional[Flask] = None) -> CronRunner:
-        """The runner of ``app`` (same default as :meth:`state`)."""
+        """The runner of ``app`` (same default as [`state`][cronlock.flask.CronLock.state])."""
         return self.state(app).runner
 
     @property
@@ -253,7 +256,9 @@ class CronLock:
         tags: Iterable[Any] = (),
         **options: Any,
     ) -> Optional[Job]:
-        """Register ``fn`` on ``schedule`` (see :meth:`CronRunner.add_job`).
+        """Register ``fn`` on ``schedule``.
+
+        See [`CronRunner.add_job`][cronlock.runner.CronRunner.add_job].
 
         Returns the job handle when the extension is initialised on exactly one app,
         else None (the handles live in each app's runner: ``runner_for(app).job(key)``).
@@ -291,7 +296,9 @@ class CronLock:
         dst_fold: str = "once",
         **options: Any,
     ) -> Callable[[F], F]:
-        """Decorator: run at each time ``expression`` matches (see :meth:`CronRunner.cron`).
+        """Decorator: run at each time ``expression`` matches.
+
+        See [`CronRunner.cron`][cronlock.runner.CronRunner.cron].
 
         ``timezone`` defaults to the app's ``CRONLOCK_TIMEZONE``.
         """
@@ -417,7 +424,8 @@ class CronLock:
     ) -> Blueprint:
         """The management API and dashboard for this extension's runners.
 
-        Same as ``management_blueprint(self, ...)``; see :func:`management_blueprint`.
+        Same as ``management_blueprint(self, ...)``; see
+        [`management_blueprint`][cronlock.flask.management_blueprint].
         """
         return management_blueprint(
             self, authorize=authorize, url_prefix=url_prefix, name=name, title=title
@@ -451,10 +459,10 @@ def management_blueprint(
     """The opt-in management blueprint: a JSON API and a dashboard page.
 
     Args:
-        source: the :class:`CronLock` extension (each app's own runner), a
-            ``CronRunner``, an :class:`~cronlock.Admin`, or a callable returning one.
+        source: the [`CronLock`][cronlock.flask.CronLock] extension (each app's own runner), a
+            ``CronRunner``, an [`Admin`][cronlock.admin.Admin], or a callable returning one.
         authorize: ``authorize(action) -> bool``, called in the request for each
-            endpoint, ``action`` one of :data:`ACTIONS` (``"read"``, ``"pause"``,
+            endpoint, ``action`` one of `ACTIONS` (``"read"``, ``"pause"``,
             ``"resume"``, ``"trigger"``, ``"add_schedule"``, ``"remove_schedule"``).
             Without it reads are open and mutations need ``Authorization: Bearer
             <CRONLOCK_API_TOKEN>``; with neither, every mutation is refused (403).
@@ -465,11 +473,12 @@ def management_blueprint(
     Guarantees: no state changes on GET; POST bodies must be JSON (else 415); invalid
     input answers 400 with the message the Python API raises; unknown jobs 404.
 
-    Example::
-
+    Example:
+        ```python
         app.register_blueprint(
             management_blueprint(cronlock, authorize=lambda action: current_user.is_admin)
         )
+        ```
     """
     return make_blueprint(
         source, authorize=authorize, url_prefix=url_prefix, name=name, title=title

@@ -1,12 +1,15 @@
 """gunicorn server hooks: jobs run in the workers, each stopped gracefully when it exits.
 
-Import the hooks into your ``gunicorn.conf.py``; gunicorn finds them by name::
+Import the hooks into your ``gunicorn.conf.py``; gunicorn finds them by name:
 
-    # gunicorn.conf.py
-    from cronlock.gunicorn import on_exit, post_fork, post_worker_init, when_ready, worker_exit
+```python
+# gunicorn.conf.py
+from cronlock.gunicorn import on_exit, post_fork, post_worker_init, when_ready, worker_exit
+```
 
 The hooks act on the runners they *manage*: every runner of the Flask extension
-(:class:`cronlock.flask.CronLock`) and any runner given to :func:`manage`.
+([`cronlock.flask.CronLock`][cronlock.flask.CronLock]) and any runner given to
+[`manage`][cronlock.gunicorn.manage].
 
 Where jobs run:
 
@@ -66,9 +69,10 @@ def manage(runner: CronRunner, *, stop_timeout: float = DEFAULT_STOP_TIMEOUT) ->
     The Flask extension does this for its runners. Runners are held weakly: one that is
     garbage-collected drops out.
 
-    Example::
-
+    Example:
+        ```python
         runner = cronlock.gunicorn.manage(CronRunner(client, prefix="myapp"))
+        ```
     """
     if not isinstance(runner, CronRunner):
         raise TypeError(f"manage() takes a CronRunner; got {runner!r}")

@@ -1,18 +1,19 @@
 """``runner.health()``: is this runner able to do its work right now?
 
 Healthy (``ok``) means: Redis answers ``PING``, and the scheduler thread is alive and
-has woken within :data:`STALL_AFTER_S` (it wakes at least every 5 s, idle or not).
+has woken within `STALL_AFTER_S` (it wakes at least every 5 s, idle or not).
 The operations thread (triggers, dynamic schedules, heartbeat) and dynamic schedules
 without a handler are reported as ``warnings``: they do not stop scheduled jobs.
 
 Meant for liveness/readiness probes: cheap (one PING, bounded by the client's socket
 timeout), never raises.
 
-Example::
-
+Example:
+    ```python
     report = runner.health()
     if not report.ok:
         print(report.problems)
+    ```
 """
 
 from __future__ import annotations

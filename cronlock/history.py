@@ -3,19 +3,17 @@
 Every state change of a job's runs is one entry of the stream ``P:history:{KEY}``,
 appended by the claim, trigger and finish scripts themselves (no extra round trip):
 
-=============  ======================================================================
-event          meaning
-=============  ======================================================================
-``running``    a replica won the slot (``kind`` ``scheduled``) or a trigger (``manual``)
-``succeeded``  the handler returned
-``failed``     the handler raised (after its retries); ``error_type``, ``traceback``
-``cancelled``  the runner stopped while the handler ran; the lease was handed over
-``taken_over`` this attempt's lease lapsed (owner died or froze); the next attempt follows
-``abandoned``  the lease lapsed again after ``max_attempts``: the slot is marked failed
-``expired``    the run never finished and a newer slot started (overlap ``skip``/``allow``)
-``replaced``   overlap ``replace``: a newer slot cut this run short
-``skipped``    a trigger was dropped (``reason`` ``paused`` or ``busy``)
-=============  ======================================================================
+| event          | meaning                                                                      |
+|----------------|------------------------------------------------------------------------------|
+| ``running``    | a replica won the slot (``kind`` ``scheduled``) or a trigger (``manual``)    |
+| ``succeeded``  | the handler returned                                                         |
+| ``failed``     | the handler raised (after its retries); ``error_type``, ``traceback``        |
+| ``cancelled``  | the runner stopped while the handler ran; the lease was handed over          |
+| ``taken_over`` | this attempt's lease lapsed (owner died or froze); the next attempt follows  |
+| ``abandoned``  | the lease lapsed again after ``max_attempts``: the slot is marked failed     |
+| ``expired``    | the run never finished and a newer slot started (overlap ``skip``/``allow``) |
+| ``replaced``   | overlap ``replace``: a newer slot cut this run short                         |
+| ``skipped``    | a trigger was dropped (``reason`` ``paused`` or ``busy``)                    |
 
 Retention: ``CronRunner(history_max=1000, history_max_age=timedelta(days=7))`` caps
 each stream by count (exact ``MAXLEN``) and by age (``MINID`` from the entry ids, which
@@ -62,13 +60,15 @@ EVENTS = (
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One entry of a job's run history (newest first from :func:`read_history`).
+    """One entry of a job's run history.
+
+    [`read_history`][cronlock.history.read_history] returns them newest first.
 
     Attributes:
         id: the stream entry id (``"<server ms>-<seq>"``).
         at: when the entry was written (server clock).
         key: the job's key.
-        event: see the table in :mod:`cronlock.history`.
+        event: see the table in [`cronlock.history`][cronlock.history].
         kind: ``"scheduled"`` or ``"manual"`` (a triggered run).
         slot: the scheduled occurrence (for a manual run: when it started).
         attempt, fencing_token, holder: the run's (``"host:pid:runner"`` for holder).
@@ -117,7 +117,8 @@ def _when(value: Optional[str]) -> Optional[datetime]:
 
 
 def parse_entry(key: str, entry_id: Any, raw: Mapping[Any, Any]) -> HistoryEntry:
-    """A stream entry (as redis-py returns it, bytes or str) as a :class:`HistoryEntry`."""
+    """A stream entry (as redis-py returns it, bytes or str) as a
+    [`HistoryEntry`][cronlock.history.HistoryEntry]."""
     f = {text(k): text(v) for k, v in raw.items()}
     eid = text(entry_id)
     duration_ms = _int(f.get("duration_ms"))

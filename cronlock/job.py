@@ -162,7 +162,7 @@ def _required_positional(fn: Any) -> int:
 
     Plain functions and bound methods are read from their code object (registering
     100,000 jobs should not pay ``inspect.signature`` 100,000 times); anything else
-    (partials, callable objects, builtins) goes through :func:`inspect.signature`.
+    (partials, callable objects, builtins) goes through `inspect.signature`.
     """
     func, bound = (fn.__func__, 1) if isinstance(fn, types.MethodType) else (fn, 0)
     if isinstance(func, types.FunctionType) and not hasattr(func, "__wrapped__"):

@@ -9,33 +9,36 @@ Guarantees:
   them to the resource you protect: it is what stops a holder that was frozen past its
   lease (GC pause, SIGSTOP, a lost network) from acting on stale authority.
 * **Loud loss.** A lock that expired or was taken is reported through ``lock.lost``
-  (a :class:`threading.Event`), the ``on_lost`` callback, a WARNING log,
-  :meth:`RedisLock.check`, and :class:`~cronlock.errors.LockLost` raised when the
-  ``with`` block exits (unless the block itself raised: that exception wins).
+  (a `threading.Event`), the ``on_lost`` callback, a WARNING log,
+  [`RedisLock.check`][cronlock.lock.RedisLock.check], and [`LockLost`][cronlock.errors.LockLost]
+  raised when the ``with`` block exits (unless the block itself raised: that exception wins).
 * **Fail closed.** If Redis cannot be reached while acquiring, redis-py's error
   propagates; nothing is ever reported as acquired without the server's word.
 
-Limits: the lease is measured on Redis's clock, the handle's :meth:`~RedisLock.remaining`
-on this process's monotonic clock minus a drift margin; neither protects against a
-Redis failover that loses the key (use fencing tokens for that).
+Limits: the lease is measured on Redis's clock, the handle's
+[`remaining`][cronlock.lock.RedisLock.remaining] on this process's monotonic clock minus a drift
+margin; neither protects against a Redis failover that loses the key (use fencing tokens for that).
 
 Fencing tokens are ``max(previous token + 1, Redis TIME in microseconds)``. The previous
 token is kept in the lock's fence key, which outlives the lock by 60 s
-(:data:`FENCE_GRACE_MS`) and then expires, so a lock key costs no memory once it is no
+(`FENCE_GRACE_MS`) and then expires, so a lock key costs no memory once it is no
 longer used; after that, Redis's clock alone keeps tokens increasing, as long as the
 server's clock does not step back by more than those 60 s.
 
-A race that compare-and-delete prevents, as a timeline::
+A race that compare-and-delete prevents, as a timeline:
 
-    1. A acquires (token a, ttl 10 s), then freezes for 12 s.
-    2. The key expires; B acquires (token b).
-    3. A wakes and releases: the script sees b != a and deletes nothing (reply 0),
-       A's handle reports the lock lost, and B keeps its lock.
+```text
+1. A acquires (token a, ttl 10 s), then freezes for 12 s.
+2. The key expires; B acquires (token b).
+3. A wakes and releases: the script sees b != a and deletes nothing (reply 0),
+   A's handle reports the lock lost, and B keeps its lock.
+```
 
-Example::
-
+Example:
+    ```python
     with redis_lock(client, "billing:close-month", ttl=30, wait=5) as lock:
         write_invoices(fence=lock.fencing_token)
+    ```
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ FENCE_GRACE_MS = 60_000
 PLACE_MS = 2_000
 #: Lifetime of a wake-up signal nobody popped.
 WAKE_TTL_MS = 5_000
-#: Clock drift allowed for in :meth:`RedisLock.remaining`: 1 % of the ttl plus 2 ms.
+#: Clock drift allowed for in [`RedisLock.remaining`][cronlock.lock.RedisLock.remaining]: 1 % of the
+#: ttl plus 2 ms.
 DRIFT_FACTOR = 0.01
 DRIFT_MIN = 0.002
 
@@ -114,17 +118,17 @@ class RedisLock:
     """A lease on ``key``, held by at most one owner at a time while it is valid.
 
     Use it as a context manager (``with RedisLock(...) as lock:``, or through
-    :func:`redis_lock`), or call :meth:`acquire` and :meth:`release` yourself. One
-    handle holds the lock at most once at a time; it may be re-acquired after release,
-    each time with a new token.
+    [`redis_lock`][cronlock.lock.redis_lock]), or call [`acquire`][cronlock.lock.RedisLock.acquire]
+    and [`release`][cronlock.lock.RedisLock.release] yourself. One handle holds the lock at most
+    once at a time; it may be re-acquired after release, each time with a new token.
 
     Args:
         client: a ``redis.Redis`` (either ``decode_responses``) or ``RedisCluster``.
         key: the lock's name: 1-256 printable characters, no braces.
         ttl: the lease, in seconds (int, float or timedelta; millisecond precision).
-        wait: ``None`` (default): raise :class:`LockNotAcquired` at once when the lock
-            is held. Seconds: wait up to that long, in a first-come first-served queue;
-            the release wakes the first waiter at once.
+        wait: ``None`` (default): raise [`LockNotAcquired`][cronlock.errors.LockNotAcquired] at once
+            when the lock is held. Seconds: wait up to that long, in a first-come first-served
+            queue; the release wakes the first waiter at once.
         renew: extend the lease every ``ttl / 3`` from the process's one renewal thread
             while the lock is held.
         max_hold: with ``renew``, stop renewing so that the lease ends this many seconds
@@ -193,7 +197,7 @@ class RedisLock:
     def lost(self) -> threading.Event:
         """Set (never cleared while held) once the lock is found expired or taken.
 
-        A :class:`threading.Event`, created on first use (most holds never need one). It
+        A `threading.Event`, created on first use (most holds never need one). It
         is set after the WARNING is logged and ``on_lost`` has returned, so a thread it
         wakes sees both done.
         """
@@ -207,7 +211,9 @@ class RedisLock:
     # -- acquiring -------------------------------------------------------------------
 
     def acquire(self, *, wait: Optional[Seconds] = _UNSET) -> RedisLock:
-        """Take the lock, or raise :class:`LockNotAcquired`; returns this handle.
+        """Take the lock, or raise [`LockNotAcquired`][cronlock.errors.LockNotAcquired].
+
+        Returns this handle.
 
         Args:
             wait: overrides the handle's ``wait`` for this call (``None``: do not wait).
@@ -301,9 +307,10 @@ class RedisLock:
         return max(0.0, self._valid_until - monotonic())
 
     def check(self) -> None:
-        """Raise :class:`LockLost` unless the lock is held with some lease left.
+        """Raise [`LockLost`][cronlock.errors.LockLost] unless the lock is held with lease left.
 
-        Cheap (no Redis call): it reads ``lost`` and :meth:`remaining`.
+        Cheap (no Redis call): it reads ``lost`` and
+        [`remaining`][cronlock.lock.RedisLock.remaining].
         """
         if not self.held:
             raise LockLost(self.key, f"lock {self.key!r} is not held")
@@ -421,7 +428,11 @@ class RedisLock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        """Release; raise :class:`LockLost` if the lock was lost and the body did not raise."""
+        """Release the lock.
+
+        Raises [`LockLost`][cronlock.errors.LockLost] if the lock was lost and the body did
+        not raise.
+        """
         was_lost = self._lost
         try:
             owned = self._release()
@@ -508,12 +519,14 @@ def redis_lock(
 ) -> RedisLock:
     """A lock to use in a ``with`` block; it acquires on entry and releases on exit.
 
-    Arguments are :class:`RedisLock`'s, all checked before anything is sent to Redis.
+    Arguments are [`RedisLock`][cronlock.lock.RedisLock]'s, all checked before anything is sent to
+    Redis.
 
-    Example::
-
+    Example:
+        ```python
         with redis_lock(client, "reports:daily", ttl=30, renew=True) as lock:
             build_report(fence=lock.fencing_token)
+        ```
     """
     return RedisLock(
         client,

@@ -7,22 +7,17 @@ collector). The library never starts an HTTP server.
 
 Metrics (with the default ``namespace="cronlock"``):
 
-===================================================  ===================================
-``cronlock_runs_total{job, outcome}``                 runs that ended; outcome is
-                                                      ``succeeded``, ``failed``,
-                                                      ``cancelled`` or ``lost``
-``cronlock_run_duration_seconds{job}``                histogram: handler start to end
-``cronlock_start_delay_seconds{job}``                 histogram: slot boundary to handler
-                                                      start (scheduling lag, takeovers)
-``cronlock_claims_total{job, status}``                claim replies: ``won``, ``taken``,
-                                                      ``done``, ``stale``, ``busy``,
-                                                      ``exhausted``, ``paused``,
-                                                      ``unreplicated`` (``wait_replicas``)
-``cronlock_takeovers_total{job}``                     runs started as attempt 2 or later
-``cronlock_running{job}``                             handlers running now in this process
-``cronlock_last_success_timestamp_seconds{job}``      end of the last successful run seen
-                                                      by this process (Unix time)
-===================================================  ===================================
+* ``cronlock_runs_total{job, outcome}``: runs that ended; outcome is ``succeeded``,
+  ``failed``, ``cancelled`` or ``lost``.
+* ``cronlock_run_duration_seconds{job}``: histogram, handler start to end.
+* ``cronlock_start_delay_seconds{job}``: histogram, slot boundary to handler start
+  (scheduling lag, takeovers).
+* ``cronlock_claims_total{job, status}``: claim replies: ``won``, ``taken``, ``done``,
+  ``stale``, ``busy``, ``exhausted``, ``paused``, ``unreplicated`` (``wait_replicas``).
+* ``cronlock_takeovers_total{job}``: runs started as attempt 2 or later.
+* ``cronlock_running{job}``: handlers running now in this process.
+* ``cronlock_last_success_timestamp_seconds{job}``: end of the last successful run seen
+  by this process (Unix time).
 
 Counts are per process: sum them across replicas in PromQL
 (``sum by (job, outcome) (rate(cronlock_runs_total[5m]))``). Each slot is won by one
@@ -62,14 +57,15 @@ class PrometheusMetrics:
         duration_buckets: histogram buckets of run durations (seconds).
         delay_buckets: histogram buckets of start delays (seconds).
 
-    Example::
-
+    Example:
+        ```python
         from prometheus_client import CollectorRegistry, generate_latest
 
         registry = CollectorRegistry()
         runner = CronRunner(client, observers=[PrometheusMetrics(registry)])
         ...
         generate_latest(registry)   # what a /metrics endpoint returns
+        ```
     """
 
     def __init__(

@@ -67,7 +67,7 @@ class Observer(Protocol):
 
 
 def format_traceback(error: BaseException) -> str:
-    """The traceback of ``error``, cut to :data:`TRACEBACK_LIMIT` characters (its end kept)."""
+    """The traceback of ``error``, cut to `TRACEBACK_LIMIT` characters (its end kept)."""
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return text if len(text) <= TRACEBACK_LIMIT else "…" + text[-TRACEBACK_LIMIT:]
 

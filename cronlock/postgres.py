@@ -1,10 +1,12 @@
 """PostgreSQL audit log of runs: an observer that copies every finished run into a table.
 
 Install the extra (``pip install "cronlock[postgres]"``, psycopg 3) and pass an instance
-to the runner::
+to the runner:
 
-    history = PostgresHistory("postgresql://app@db/app")
-    runner = CronRunner(client, prefix="myapp", observers=[history])
+```python
+history = PostgresHistory("postgresql://app@db/app")
+runner = CronRunner(client, prefix="myapp", observers=[history])
+```
 
 What it guarantees, and what it does not:
 
@@ -14,9 +16,10 @@ What it guarantees, and what it does not:
   writes batches with ``COPY``.
 * **Bounded memory.** When PostgreSQL is down, rows wait in the buffer (``buffer``
   rows at most) and the writer reconnects with a capped backoff. Once the buffer is
-  full, new rows are dropped and counted in :attr:`PostgresHistory.dropped`, with a
-  WARNING at most once a minute. The log is an audit trail, not a guarantee: rows
-  waiting in memory are lost if the process dies.
+  full, new rows are dropped and counted in
+  [`PostgresHistory.dropped`][cronlock.postgres.PostgresHistory.dropped], with a WARNING at most
+  once a minute. The log is an audit trail, not a guarantee: rows waiting in memory are lost if the
+  process dies.
 * **Fork-aware.** A forked child (gunicorn workers) starts with an empty buffer, no
   writer and no connection: it never touches its parent's socket, and the parent
   alone writes what it had buffered.
@@ -24,23 +27,25 @@ What it guarantees, and what it does not:
   takeover appears as the next attempt of the same slot.
 
 The table (created with ``CREATE TABLE IF NOT EXISTS`` under an advisory lock, so many
-replicas starting at once do not race; an existing table is used as it is)::
+replicas starting at once do not race; an existing table is used as it is):
 
-    id             bigserial primary key
-    job            text         the job's key
-    slot           timestamptz  the scheduled occurrence
-    attempt        integer      1, or 2+ after a takeover
-    fencing_token  bigint
-    owner          text         "host:pid:runner-id"
-    runner_id      text
-    status         text         succeeded | failed | cancelled | lost
-    started_at     timestamptz
-    finished_at    timestamptz
-    duration       double precision  seconds
-    error_type     text         exception class name of a failed run, else null
-    traceback      text         its traceback (last 4000 characters), else null
+```text
+id             bigserial primary key
+job            text         the job's key
+slot           timestamptz  the scheduled occurrence
+attempt        integer      1, or 2+ after a takeover
+fencing_token  bigint
+owner          text         "host:pid:runner-id"
+runner_id      text
+status         text         succeeded | failed | cancelled | lost
+started_at     timestamptz
+finished_at    timestamptz
+duration       double precision  seconds
+error_type     text         exception class name of a failed run, else null
+traceback      text         its traceback (last 4000 characters), else null
 
-    indexes: (job, started_at) and (started_at)
+indexes: (job, started_at) and (started_at)
+```
 """
 
 from __future__ import annotations
@@ -111,18 +116,19 @@ class PostgresHistory:
         table: table name (created if missing).
         schema: schema of the table (created if missing); default: the search path.
         buffer: rows kept in memory while PostgreSQL is slow or down; beyond it new
-            rows are dropped (counted in :attr:`dropped`).
+            rows are dropped (counted in [`dropped`][cronlock.postgres.PostgresHistory.dropped]).
         batch: rows written per ``COPY``.
         flush_interval: seconds a row may wait for a batch to fill before it is written.
         connect_timeout: seconds a connection attempt may take (unless the DSN sets it).
 
-    Example::
-
+    Example:
+        ```python
         history = PostgresHistory("postgresql://app@db/app", schema="ops")
         runner = CronRunner(client, observers=[history])
         ...
         history.read(job="sync-users", limit=10)   # newest first
         history.close(timeout=5)                   # flush before exit (also at exit)
+        ```
     """
 
     def __init__(

@@ -4,8 +4,8 @@ A runner owns one scheduler thread that sleeps on a heap of next slots (it never
 every job), a bounded pool of worker threads for handlers, and uses the process's shared
 renewal thread for the leases of running handlers.
 
-Example::
-
+Example:
+    ```python
     runner = CronRunner(client, prefix="myapp", default_ttl=60)
 
     @runner.cron("*/5 * * * *", key="sync-users", ttl=120, timezone="Europe/Athens")
@@ -13,6 +13,7 @@ Example::
         ...
 
     runner.start()
+    ```
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class CronRunner(SchedulerLoop):
             the scheduler until it answers again.
         prefix: namespace of every key; replicas of one app must share it.
         default_ttl: lease length (seconds) for jobs that do not set ``ttl``.
-        clock: where wall time comes from (see :mod:`cronlock.clock`).
+        clock: where wall time comes from (see [`cronlock.clock`][cronlock.clock]).
         max_workers: handlers that may run at once in this process; also how many due
             slots it claims at once: a slot waits to be claimed until a worker is free,
             so replicas with idle workers take the rest (one that finds no free worker
@@ -81,18 +82,18 @@ class CronRunner(SchedulerLoop):
         after_fork: ``"restart"`` (a started runner restarts its threads in a forked
             child) or ``"stop"`` (the child's copy stays stopped).
         observers: objects told of claims and runs (history sinks, metrics); see
-            :mod:`cronlock.observers`.
+            [`cronlock.observers`][cronlock.observers].
         history_max: run history entries kept per job in Redis (``P:history:{KEY}``,
             written by the claim and finish scripts); 0 keeps none.
         history_max_age: history entries older than this (seconds or timedelta) are
             dropped; 0 or None: no age limit.
         poll_interval: seconds between the runner's checks for triggers and dynamic
             schedule changes missed on pub/sub, and between heartbeats (default 10 s; see
-            :mod:`cronlock.admin`).
+            [`cronlock.admin`][cronlock.admin]).
         wait_replicas: after each claim, wait (Redis ``WAIT``, in the claim's own round
             trip) until this many replicas have it; a won claim that fewer replicas
             acknowledge within ``wait_timeout`` is not run but handed back
-            (:class:`~cronlock.errors.NotReplicated` to ``on_error``, phase "acquire").
+            ([`NotReplicated`][cronlock.errors.NotReplicated] to ``on_error``, phase "acquire").
             Closes the window where a failover loses a claim and a second replica runs
             the slot (see docs/guarantees.md). 0 (the default) waits for none. Not
             available with ``RedisCluster``.
@@ -265,16 +266,18 @@ class CronRunner(SchedulerLoop):
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator: register a handler by name, for schedules added at runtime.
 
-        Operators give the task schedules with :meth:`cronlock.Admin.add_schedule`
-        (or ``cronlock schedule add``); every runner that has the task picks them up
-        within ``poll_interval`` (at once through pub/sub while connected). The
-        schedule's JSON payload is ``ctx.payload``. See :mod:`cronlock._dynamic`.
+        Operators give the task schedules with
+        [`cronlock.Admin.add_schedule`][cronlock.admin.Admin.add_schedule] (or ``cronlock schedule
+        add``); every runner that has the task picks them up within ``poll_interval`` (at once
+        through pub/sub while connected). The schedule's JSON payload is ``ctx.payload``. See
+        `cronlock._dynamic`.
 
-        Example::
-
+        Example:
+            ```python
             @runner.task("reindex")
             def reindex(ctx):
                 print(ctx.payload)
+            ```
         """
         return self.tasks.decorator(name)
 
@@ -389,13 +392,13 @@ class CronRunner(SchedulerLoop):
     def health(self) -> Health:
         """Redis reachable (PING) and the scheduler thread alive and waking; never raises.
 
-        See :func:`cronlock.health.check_health`.
+        See [`cronlock.health.check_health`][cronlock.health.check_health].
         """
         return check_health(self)
 
     @property
     def admin(self) -> Admin:
-        """An :class:`~cronlock.Admin` on this runner's client and prefix."""
+        """An [`Admin`][cronlock.admin.Admin] on this runner's client and prefix."""
         return Admin(self.client, prefix=self.prefix)
 
     def pause(self, key: str) -> None:
@@ -415,7 +418,8 @@ class CronRunner(SchedulerLoop):
 
         Starts pending manual runs (triggers) of this runner's jobs, reconciles dynamic
         schedules, and refreshes the registry and heartbeat. For tests and scripts that
-        drive the runner with :meth:`run_pending`; a started runner does it on its own.
+        drive the runner with [`run_pending`][cronlock.runner.CronRunner.run_pending]; a started
+        runner does it on its own.
         """
         self._ops.sync(inline=True)
 

@@ -5,14 +5,12 @@ Every replica computes the same slots from the same schedule, which is what lets
 run each slot once. This module is pure arithmetic: it imports neither ``redis`` nor
 ``threading`` and never reads the clock (callers pass the time in).
 
-=====================  ==========================================================
-schedule               slots
-=====================  ==========================================================
-``IntervalSchedule``   ``k * period + offset`` on the UTC epoch grid (ms precision)
-``CronSchedule``       cron matches in a timezone; DST rules in :mod:`cronlock._cron`
-``OnceSchedule``       one instant
-``UntilSchedule``      another schedule's slots up to an instant (inclusive)
-=====================  ==========================================================
+| schedule             | slots                                                        |
+|----------------------|--------------------------------------------------------------|
+| ``IntervalSchedule`` | ``k * period + offset`` on the UTC epoch grid (ms precision) |
+| ``CronSchedule``     | cron matches in a timezone; DST rules in `cronlock._cron`    |
+| ``OnceSchedule``     | one instant                                                  |
+| ``UntilSchedule``    | another schedule's slots up to an instant (inclusive)        |
 
 Example:
     >>> s = IntervalSchedule(30)
@@ -218,7 +216,7 @@ class CronSchedule(Schedule):
     ``L``, ``W``, ``#`` and ``?`` follow croniter. When both day fields are restricted
     they are OR-ed, unless one starts with ``*`` (AND), as in Debian cron.
 
-    DST (details and table in :mod:`cronlock._cron`): a fixed-time job whose wall time
+    DST (details and table in `cronlock._cron`): a fixed-time job whose wall time
     falls into a spring-forward gap runs once at the end of the gap; in an autumn fold
     it runs once at the first occurrence (``dst_fold="once"``) or at both
     (``dst_fold="both"``). Jobs with ``*`` in the minute or hour field follow real time

@@ -1,11 +1,13 @@
 """Helpers for testing code that uses cronlock, against real servers.
 
-* :class:`RedisServer` starts a private server on a free loopback port (no Redis
-  installation needed with the ``embedded`` extra).
-* :class:`FakeClock` and :class:`OffsetClock` stand in for wall time.
-* :func:`wait_until` polls a condition with a deadline, instead of a bare sleep.
-* :class:`TcpProxy` sits between clients and a server and injects network faults
-  (delay, partition, reset, a reply lost after its command was applied).
+* [`RedisServer`][cronlock.testing.RedisServer] starts a private server on a free loopback port (no
+  Redis installation needed with the ``embedded`` extra).
+* [`FakeClock`][cronlock.clock.FakeClock] and [`OffsetClock`][cronlock.clock.OffsetClock] stand in
+  for wall time.
+* [`wait_until`][cronlock.testing.wait_until] polls a condition with a deadline, instead of a bare
+  sleep.
+* [`TcpProxy`][cronlock.testing.TcpProxy] sits between clients and a server and injects network
+  faults (delay, partition, reset, a reply lost after its command was applied).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""The ``cronlock`` command line, one module per command (see :mod:`cronlock.cli`)."""
+"""The ``cronlock`` command line, one module per command (see `cronlock.cli`)."""

@@ -1,14 +1,16 @@
 """``cronlock exec``: a cluster-wide ``flock(1)`` for crontab lines and scripts.
 
 The command runs only while this process holds the Redis lock ``KEY`` (renewed in the
-background every ttl/3). Timeline of one run::
+background every ttl/3). Timeline of one run:
 
-    1. acquire KEY (waiting up to --wait seconds); held elsewhere -> exit 75, nothing run
-    2. start COMMAND as a child (same stdin/stdout/stderr, same process group)
-    3. SIGTERM/SIGINT/SIGHUP sent to cronlock are forwarded to the child
-    4. the lock is lost (renewal failed: Redis unreachable past the ttl, or the key was
-       taken) -> the child gets SIGTERM, then SIGKILL after --grace seconds; exit 76
-    5. the child exits -> release KEY -> exit with the child's status (128+N for signal N)
+```text
+1. acquire KEY (waiting up to --wait seconds); held elsewhere -> exit 75, nothing run
+2. start COMMAND as a child (same stdin/stdout/stderr, same process group)
+3. SIGTERM/SIGINT/SIGHUP sent to cronlock are forwarded to the child
+4. the lock is lost (renewal failed: Redis unreachable past the ttl, or the key was
+   taken) -> the child gets SIGTERM, then SIGKILL after --grace seconds; exit 76
+5. the child exits -> release KEY -> exit with the child's status (128+N for signal N)
+```
 
 Ctrl-C at a terminal already reaches the child (it shares the foreground process group),
 so SIGINT is not forwarded a second time while cronlock is the terminal's foreground

@@ -71,7 +71,7 @@ def _count(text: str) -> int:
 def parse_after(text: Optional[str], zone: tzinfo, now: float) -> int:
     """``--after`` as epoch milliseconds; a naive time is local to ``zone``.
 
-    Accepts what :meth:`datetime.fromisoformat` accepts on Python 3.9, plus a trailing
+    Accepts what `datetime.fromisoformat` accepts on Python 3.9, plus a trailing
     ``Z`` for UTC. ``None`` means ``now`` (epoch seconds).
     """
     if text is None:

@@ -1,6 +1,6 @@
 """``cronlock run module:attr``: run a runner in the foreground until SIGTERM/SIGINT.
 
-``attr`` is a :class:`~cronlock.CronRunner`, or a callable returning one (a factory).
+``attr`` is a [`CronRunner`][cronlock.runner.CronRunner], or a callable returning one (a factory).
 The current directory is importable. Logging goes to stderr (INFO for ``cronlock``
 unless ``-v``/``-vv`` ask for more). On SIGTERM or SIGINT the runner stops gracefully
 (``--stop-timeout``, default 30 s) and the command exits 0.

@@ -1,1 +1,1 @@
-"""Private parts of :mod:`cronlock.flask`: the management blueprint and dashboard."""
+"""Private parts of [`cronlock.flask`][cronlock.flask]: the management blueprint and dashboard."""

@@ -1,19 +1,21 @@
-"""The management blueprint: a JSON API and a dashboard page over :class:`cronlock.Admin`.
+"""The management blueprint: a JSON API and a dashboard over [`Admin`][cronlock.admin.Admin].
 
-Routes (under ``url_prefix``, default ``/cronlock``)::
+Routes (under ``url_prefix``, default ``/cronlock``):
 
-    GET    /                            the dashboard (HTML)
-    GET    /health                      runner health: 200 when ok, else 503
-    GET    /api/jobs                    every job: status, next run, last outcome
-    GET    /api/jobs/<key>?limit=50     one job and its latest history entries
-    GET    /api/runners                 live runners (heartbeats)
-    GET    /api/schedules               dynamic schedules
-    GET    /api/auth                    {"authorized": bool} for this request's credentials
-    POST   /api/jobs/<key>/pause        {} -> 200
-    POST   /api/jobs/<key>/resume       {} -> 200
-    POST   /api/jobs/<key>/trigger      {"force": false} -> 202 {"request_id": ...}
-    POST   /api/schedules               {"task", "cron" | "interval", ...} -> 201
-    DELETE /api/schedules/<id>          -> 200, 404 if there was none
+```text
+GET    /                            the dashboard (HTML)
+GET    /health                      runner health: 200 when ok, else 503
+GET    /api/jobs                    every job: status, next run, last outcome
+GET    /api/jobs/<key>?limit=50     one job and its latest history entries
+GET    /api/runners                 live runners (heartbeats)
+GET    /api/schedules               dynamic schedules
+GET    /api/auth                    {"authorized": bool} for this request's credentials
+POST   /api/jobs/<key>/pause        {} -> 200
+POST   /api/jobs/<key>/resume       {} -> 200
+POST   /api/jobs/<key>/trigger      {"force": false} -> 202 {"request_id": ...}
+POST   /api/schedules               {"task", "cron" | "interval", ...} -> 201
+DELETE /api/schedules/<id>          -> 200, 404 if there was none
+```
 
 Safety: every mutation needs authorization, and is refused (403) when none is set up:
 the ``authorize(action)`` callable returns True, or the request carries
@@ -108,10 +110,10 @@ def make_blueprint(
     """Build the blueprint (see the module docstring for the routes and their rules).
 
     Args:
-        source: the :class:`~cronlock.flask.CronLock` extension, a ``CronRunner``, an
+        source: the [`CronLock`][cronlock.flask.CronLock] extension, a ``CronRunner``, an
             ``Admin``, or a callable returning one (called per request).
         authorize: ``authorize(action) -> bool``, called inside the request for each
-            endpoint with ``action`` in :data:`ACTIONS`. None: reads are open, and
+            endpoint with ``action`` in `ACTIONS`. None: reads are open, and
             mutations need the bearer token ``CRONLOCK_API_TOKEN`` (refused if unset).
         url_prefix: where to mount it.
         name: the blueprint name (change it to mount two).

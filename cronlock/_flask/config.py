@@ -1,4 +1,4 @@
-"""Configuration and process decisions of the Flask extension (see :mod:`cronlock.flask`)."""
+"""Configuration and process decisions of the Flask extension [`cronlock.flask`][cronlock.flask]."""
 
 from __future__ import annotations
 

@@ -48,6 +48,17 @@ EXTERNAL_ASSET = re.compile(
 # browser, so only these rel values count for links.
 LOADED_REL = re.compile(r"\brel\s*=\s*[\"']?(?:stylesheet|preload|modulepreload|icon)", re.I)
 
+# Sphinx/reST markup that MkDocs prints as it is. A role comes out as ``:class:`` then
+# the target, either still in backticks (inside code) or as <code>...</code>.
+RAW_ROLE = re.compile(r":(?:class|func|meth|attr|mod|exc|data|obj|ref):(?:`|<code>)")
+# Checked on the text of a page (tags removed): an ``Example::`` line, a paragraph that
+# ends in ``::`` (a literal block), a directive such as ``.. note::``.
+RAW_TEXT = [
+    re.compile(r"(?m)^\s*Examples?::\s*$"),
+    re.compile(r"::\s*</p>"),
+    re.compile(r"(?m)^\s*\.\. [a-z-]+::"),
+]
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -110,3 +121,22 @@ def test_api_reference_is_generated(site: Path) -> None:
     ]:
         page = (site / "reference" / module / "index.html").read_text(encoding="utf-8")
         assert name in page, f"{name} missing from reference/{module}"
+
+
+def _raw_markup(site: Path) -> List[str]:
+    """Each place where a built page shows Sphinx/reST markup instead of rendering it."""
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        text = re.sub(r"<(?!/p>)[^>]+>", "", html)  # keep </p> for the "ends in ::" check
+        for pattern, where in [(RAW_ROLE, html)] + [(p, text) for p in RAW_TEXT]:
+            for match in pattern.finditer(where):
+                line = where.count("\n", 0, match.start()) + 1
+                found.append(f"{page.relative_to(site)}:{line}: {match.group(0).strip()!r}")
+    return found
+
+
+def test_no_raw_sphinx_markup(site: Path) -> None:
+    """Docstrings are Google style with Markdown: no page shows a raw role or ``Example::``."""
+    found = _raw_markup(site)
+    assert not found, "raw Sphinx/reST markup in the built site:\n" + "\n".join(found)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -60,11 +61,36 @@ def _split(commands: list[str]) -> tuple[str, str]:
     return install, tests[0]
 
 
+def _venv_made_by(words: list[str]) -> Optional[str]:
+    """The directory of ``python3 -m venv DIR``, or None for any other step."""
+    if len(words) == 4 and words[0] in ("python", "python3") and words[1:3] == ["-m", "venv"]:
+        return words[3]
+    return None
+
+
+def _venv_activated_by(words: list[str]) -> Optional[Path]:
+    """The venv of ``. DIR/bin/activate`` (or ``source ...``), or None for any other step."""
+    if len(words) == 2 and words[0] in (".", "source") and words[1].endswith("/bin/activate"):
+        return Path(words[1]).parent.parent
+    return None
+
+
 def test_readme_quick_start_is_two_commands_install_then_tests() -> None:
     """The Quick start block parses into exactly two commands: an install and a pytest run."""
     install, tests = _split(quick_start_commands(README.read_text(encoding="utf-8")))
     assert "pip install" in install
     assert "pytest" in tests
+
+
+def test_readme_quick_start_makes_and_activates_a_venv_before_installing() -> None:
+    """A system Python refuses `pip install` (externally managed): the venv comes first."""
+    install, _ = _split(quick_start_commands(README.read_text(encoding="utf-8")))
+    steps = [shlex.split(part.strip()) for part in install.split("&&")]
+    made = [i for i, words in enumerate(steps) if _venv_made_by(words) is not None]
+    activated = [i for i, words in enumerate(steps) if _venv_activated_by(words) is not None]
+    pip = [i for i, words in enumerate(steps) if words[:2] == ["pip", "install"]]
+    assert made and activated and pip, steps
+    assert made[0] < activated[0] < pip[0], steps
 
 
 def test_quick_start_parser_handles_continuations_comments_and_prompts() -> None:
@@ -89,7 +115,15 @@ def test_readme_commands_work_in_a_fresh_venv(tmp_path: Path) -> None:
     for command in (install, tests):
         for step in (part.strip() for part in command.split("&&")):
             words = shlex.split(step)
-            if words[:1] == ["pytest"] or words[:3] == ["python", "-m", "pytest"]:
+            made = _venv_made_by(words)
+            activated = _venv_activated_by(words)
+            if made is not None:
+                # The README makes its own venv: from here on, that one is the user's.
+                venv = make_venv(source / made)
+                env = venv_env(venv)
+            elif activated is not None:
+                assert source / activated == venv, f"activates {activated}, made {venv}"
+            elif words[:1] == ["pytest"] or words[:3] == ["python", "-m", "pytest"]:
                 result = run([*words, "--collect-only", "-q"], cwd=source, env=env, timeout=300)
                 collected = re.search(r"(\d+) tests? collected", result.stdout)
                 assert collected, result.stdout[-2000:]
