@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
-from cronlock._cron import zone_key
 from cronlock._jsonable import jsonable
 from cronlock._keys import job_key, job_registry_key, pause_all_key, runner_key
 from cronlock._scripts import text
 from cronlock._version import __version__
 from cronlock.context import ms_to_datetime
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+from cronlock.schedules._cronzone import zone_key
 
 if TYPE_CHECKING:
     from cronlock.runner import CronRunner

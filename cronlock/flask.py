@@ -46,7 +46,6 @@ from typing import Any, Callable, Optional, TypeVar
 from flask import Blueprint, Flask, current_app, has_app_context
 
 from cronlock import gunicorn as _gunicorn
-from cronlock._every import Every
 from cronlock._flask.blueprint import ACTIONS, Authorize, make_blueprint
 from cronlock._flask.config import (
     DEFAULTS,
@@ -61,6 +60,7 @@ from cronlock.errors import ConfigurationError
 from cronlock.job import Job, check_option_names, default_key, make_caller, parse_options
 from cronlock.runner import CronRunner
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+from cronlock.schedules._every import Every
 
 logger = logging.getLogger(__name__)
 

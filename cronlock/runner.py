@@ -37,7 +37,6 @@ from redis.cluster import RedisCluster
 from cronlock import _claims, _forksafe
 from cronlock._dynamic import TaskRegistry
 from cronlock._events import Operations
-from cronlock._every import Every
 from cronlock._keys import history_key
 from cronlock._run import Run
 from cronlock._scheduler import SchedulerLoop, _Entry
@@ -50,6 +49,7 @@ from cronlock.errors import ConfigurationError
 from cronlock.health import Health, check_health
 from cronlock.job import Job, check_option_names, default_key, make_caller, parse_options
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+from cronlock.schedules._every import Every
 
 logger = logging.getLogger("cronlock")
 

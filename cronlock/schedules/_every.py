@@ -51,9 +51,12 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from datetime import time as dtime
 from typing import Any, Callable, Optional, Union
 
-from cronlock import _cron
 from cronlock.errors import ConfigurationError
-from cronlock.schedules import CronSchedule, IntervalSchedule, Schedule, UntilSchedule
+from cronlock.schedules import _cronzone
+from cronlock.schedules._base import Schedule
+from cronlock.schedules._cron import CronSchedule
+from cronlock.schedules._interval import IntervalSchedule
+from cronlock.schedules._once import UntilSchedule
 
 Register = Callable[
     [Schedule, Callable[..., Any], tuple[Any, ...], dict[str, Any], frozenset[Any]], Any
@@ -158,7 +161,7 @@ class Every:
                 "Invalid unit (valid units are `days`, `hours`, and `minutes`)"
             )
         if tz is not None:
-            self.at_tz = _cron.check_tz(tz)
+            self.at_tz = _cronzone.check_tz(tz)
         if not isinstance(time_str, str):
             raise TypeError("at() should be passed a string")
         hour = minute = second = 0
@@ -243,13 +246,13 @@ class Every:
             return IntervalSchedule(period, offset=offset)
         if self.unit == "days" and n == 1:
             return CronSchedule(f"{at.minute} {at.hour} * * *{_sec(at)}", zone)
-        if tz is not None and _cron._fixed_offset(tz) != 0:
+        if tz is not None and _cronzone.fixed_offset(tz) != 0:
             if self.unit == "hours" and isinstance(n, int) and 24 % n == 0:
                 hours = "*" if n == 1 else f"*/{n}"
                 return CronSchedule(f"{at.minute} {hours} * * *{_sec(at)}", zone)
             if self.unit != "minutes":  # whole-minute offsets make :SS zone-independent
                 raise ConfigurationError(
-                    f"every({n}).{self.unit}.at({at}, tz={_cron.zone_key(tz)!r}) has no "
+                    f"every({n}).{self.unit}.at({at}, tz={_cronzone.zone_key(tz)!r}) has no "
                     "shared grid in a zone with a UTC offset; use UTC or runner.cron(...)"
                 )
         offset = at.hour * 3600 + at.minute * 60 + at.second
