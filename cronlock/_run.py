@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Optional
 from redis.exceptions import RedisError
 
 from cronlock import _claims
-from cronlock._renewer import get_deadlines, get_renewer
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import JobCancelled, JobTimeout
+from cronlock.lock.renewer import get_deadlines, get_renewer
 from cronlock.observers import RunRecord, format_traceback, notify
 
 if TYPE_CHECKING:

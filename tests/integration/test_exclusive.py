@@ -16,8 +16,8 @@ from cronlock._keys import LockKeys
 from cronlock._server import free_port
 
 KEYS = LockKeys.of("cronlock", "nightly")
-# `cronlock.exclusive` is the decorator; the module is reached through sys.modules.
-exclusive_module = importlib.import_module("cronlock.exclusive")
+# The module that keeps the default client (`cronlock.exclusive` re-exports it).
+exclusive_module = importlib.import_module("cronlock.lock.exclusive")
 
 
 @pytest.fixture(autouse=True)

@@ -24,8 +24,10 @@ from typing import Any, Optional
 from redis.exceptions import RedisError
 
 from cronlock._keys import LockKeys
-from cronlock._scripts import Script
+from cronlock._scripts import Script, text
 from cronlock.clock import monotonic
+from cronlock.errors import LockNotAcquired
+from cronlock.lock._lease import ACQUIRE, PLACE_MS, WAKE_TTL_MS
 
 logger = logging.getLogger(__name__)
 
@@ -72,3 +74,37 @@ def leave_queue(client: Any, keys: LockKeys, token: str, wake_ttl_ms: int) -> No
         )
     except RedisError as error:  # its place lapses by itself within PLACE_MS
         logger.debug("cronlock: could not leave the queue of %r: %r", keys.lock, error)
+
+
+def wait_in_queue(
+    client: Any, keys: LockKeys, script_keys: list[str], args: list[Any], *, wait_ms: int, name: str
+) -> tuple[int, float]:
+    """Acquire within ``wait_ms``, in the queue: (fencing token, when the win was sent).
+
+    ``script_keys`` and ``args`` are the acquire script's for a try without waiting; the
+    waiter's wake key, place lifetime and arrival are added here.
+
+    Raises:
+        LockNotAcquired: not freed (or not our turn) in time; our place is given up.
+    """
+    token = args[0]
+    script_keys = [*script_keys, keys.wake_prefix + token]
+    args = [*args, PLACE_MS, ""]
+    sent = monotonic()
+    deadline = sent + wait_ms / 1000
+    try:
+        while True:
+            reply = ACQUIRE(client, script_keys, args)
+            if reply[0] == 1:
+                return int(reply[1]), sent
+            args[5] = text(reply[2])  # keep our place (arrival) in the queue
+            block = wait_block_seconds(client, deadline, int(reply[1]))
+            if block is None:
+                raise LockNotAcquired(
+                    name, f"lock {name!r} not acquired within {wait_ms / 1000:g} s"
+                )
+            client.blpop([keys.wake_prefix + token], timeout=block)
+            sent = monotonic()
+    except BaseException:
+        leave_queue(client, keys, token, WAKE_TTL_MS)
+        raise

@@ -2,7 +2,7 @@
 
 Each hold of a [`RedisLock`][cronlock.lock.RedisLock] with ``renew=True`` gets a
 `Renewal`, due every ``ttl / 3``. The holds of one process are kept by
-`HOLDS` (a `Holds`), which sits in `cronlock._renewer.get_renewer`'s
+`HOLDS` (a `Holds`), which sits in `cronlock.lock.renewer.get_renewer`'s
 heap as *one* entry due at its earliest live renewal. So:
 
 * an acquire costs a dict insert and a heap push on a small heap of live holds, and a
@@ -40,8 +40,8 @@ from typing import Any, Optional, Protocol
 from redis.exceptions import RedisError
 
 from cronlock import _forksafe
-from cronlock._renewer import get_deadlines, get_renewer
 from cronlock.clock import monotonic
+from cronlock.lock.renewer import get_deadlines, get_renewer
 
 logger = logging.getLogger("cronlock.lock")
 

@@ -1,53 +1,10 @@
-"""The lock primitive: one holder per key at a time, across processes and machines.
-
-Guarantees:
-
-* **Mutual exclusion while the lease is valid.** Acquire is one Lua script (``SET NX PX``
-  plus a fencing token); release is compare-and-delete by a random token, so a holder
-  whose lease lapsed can never delete its successor's key.
-* **Fencing tokens** strictly increase for every successful acquire of one key. Pass
-  them to the resource you protect: it is what stops a holder that was frozen past its
-  lease (GC pause, SIGSTOP, a lost network) from acting on stale authority.
-* **Loud loss.** A lock that expired or was taken is reported through ``lock.lost``
-  (a `threading.Event`), the ``on_lost`` callback, a WARNING log,
-  [`RedisLock.check`][cronlock.lock.RedisLock.check], and [`LockLost`][cronlock.errors.LockLost]
-  raised when the ``with`` block exits (unless the block itself raised: that exception wins).
-* **Fail closed.** If Redis cannot be reached while acquiring, redis-py's error
-  propagates; nothing is ever reported as acquired without the server's word.
-
-Limits: the lease is measured on Redis's clock, the handle's
-[`remaining`][cronlock.lock.RedisLock.remaining] on this process's monotonic clock minus a drift
-margin; neither protects against a Redis failover that loses the key (use fencing tokens for that).
-
-Fencing tokens are ``max(previous token + 1, Redis TIME in microseconds)``. The previous
-token is kept in the lock's fence key, which outlives the lock by 60 s
-(`FENCE_GRACE_MS`) and then expires, so a lock key costs no memory once it is no
-longer used; after that, Redis's clock alone keeps tokens increasing, as long as the
-server's clock does not step back by more than those 60 s.
-
-A race that compare-and-delete prevents, as a timeline:
-
-```text
-1. A acquires (token a, ttl 10 s), then freezes for 12 s.
-2. The key expires; B acquires (token b).
-3. A wakes and releases: the script sees b != a and deletes nothing (reply 0),
-   A's handle reports the lock lost, and B keeps its lock.
-```
-
-Example:
-    ```python
-    with redis_lock(client, "billing:close-month", ttl=30, wait=5) as lock:
-        write_invoices(fence=lock.fencing_token)
-    ```
-"""
+"""`RedisLock`: one holder per key at a time (see `cronlock.lock`)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import secrets
-import socket
 import threading
 from types import TracebackType
 from typing import Any, Callable, Optional
@@ -55,63 +12,33 @@ from typing import Any, Callable, Optional
 import redis
 from redis.exceptions import RedisError
 
-from cronlock._keys import LockKeys
-from cronlock._lockinfo import LockInfo, inspect
-from cronlock._lockrenew import HOLDS, Renewal
-from cronlock._lockwait import leave_queue, wait_block_seconds
-from cronlock._scripts import Script, text
+from cronlock._scripts import Script
 from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
 from cronlock.clock import monotonic
 from cronlock.errors import LockLost, LockNotAcquired
+from cronlock.lock._lease import (
+    ACQUIRE,
+    FENCE_GRACE_MS,
+    WAKE_TTL_MS,
+    check_wait,
+    drift,
+    holder_name,
+    lock_keys,
+)
+from cronlock.lock._renewal import HOLDS, Renewal
+from cronlock.lock._wait import wait_in_queue
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LockInfo", "RedisLock", "inspect", "redis_lock"]
+__all__ = ["OnLost", "RedisLock"]
 
-_ACQUIRE = Script("lock_acquire")
 _RELEASE = Script("lock_release")
 _EXTEND = Script("lock_extend")
 
-#: How long the fence key (and so the stored fencing token) outlives the lock.
-FENCE_GRACE_MS = 60_000
-#: A waiter's place in the queue lapses this long after its last attempt.
-PLACE_MS = 2_000
-#: Lifetime of a wake-up signal nobody popped.
-WAKE_TTL_MS = 5_000
-#: Clock drift allowed for in [`RedisLock.remaining`][cronlock.lock.RedisLock.remaining]: 1 % of the
-#: ttl plus 2 ms.
-DRIFT_FACTOR = 0.01
-DRIFT_MIN = 0.002
-
-_HOST = socket.gethostname()
 _MAX_INT_TTL = 10**9  # seconds; larger ints take the general path
 _UNSET: Any = object()
 
 OnLost = Callable[["RedisLock"], Any]
-
-
-def _drift(ttl: float) -> float:
-    return ttl * DRIFT_FACTOR + DRIFT_MIN
-
-
-@functools.lru_cache(maxsize=1024)
-def _lock_keys(prefix: str, key: str) -> tuple[LockKeys, list[str]]:
-    """The keys of a lock, and the acquire script's KEYS without the wake key (cached)."""
-    keys = LockKeys.of(check_prefix(prefix), check_key(key))
-    return keys, [keys.lock, keys.fence, keys.queue, keys.queue_expiry]
-
-
-_holder_pid = 0
-_holder = ""
-
-
-def _holder_name() -> str:
-    """``host:pid`` of this process, for operators (recomputed after a fork)."""
-    global _holder_pid, _holder
-    pid = os.getpid()
-    if pid != _holder_pid:
-        _holder_pid, _holder = pid, f"{_HOST}:{pid}"
-    return _holder
 
 
 class RedisLock:
@@ -159,7 +86,7 @@ class RedisLock:
         if not isinstance(key, str) or not isinstance(prefix, str):
             check_key(key)  # raises TypeError naming the bad value
             check_prefix(prefix)
-        self._keys, self._script_keys = _lock_keys(prefix, key)  # validates both
+        self._keys, self._script_keys = lock_keys(prefix, key)  # validates both
         self.key = key
         self.prefix = prefix
         # Fast path for the common whole-second ttl (same result as seconds_to_ms).
@@ -167,7 +94,7 @@ class RedisLock:
             self._ttl_ms = ttl * 1000
         else:
             self._ttl_ms = seconds_to_ms(ttl, "ttl")
-        self._wait_ms = _check_wait(wait)
+        self._wait_ms = check_wait(wait)
         if not isinstance(renew, bool):
             raise TypeError(f"renew must be True or False; got {renew!r}")
         self._max_hold = None if max_hold is None else seconds_to_ms(max_hold, "max_hold") / 1000
@@ -223,43 +150,25 @@ class RedisLock:
             redis.RedisError: Redis could not be asked; nothing is held (fail closed).
             RuntimeError: this handle already holds the lock.
         """
-        wait_ms = self._wait_ms if wait is _UNSET else _check_wait(wait)
+        wait_ms = self._wait_ms if wait is _UNSET else check_wait(wait)
         with self._state:
             if self._held:
                 raise RuntimeError(f"lock {self.key!r} is already held by this handle")
             token = secrets.token_hex(16)
-        keys = self._keys
-        place_ms = PLACE_MS if wait_ms else 0
-        args: list[Any] = [token, self._ttl_ms, _holder_name(), FENCE_GRACE_MS]
-        if place_ms:  # the queue's arguments travel only when we may wait
-            script_keys = [*self._script_keys, keys.wake_prefix + token]
-            args += [place_ms, ""]
+        args: list[Any] = [token, self._ttl_ms, holder_name(), FENCE_GRACE_MS]
+        if wait_ms:
+            fence, sent = wait_in_queue(
+                self._client, self._keys, self._script_keys, args, wait_ms=wait_ms, name=self.key
+            )
         else:
-            script_keys = self._script_keys
-        sent = monotonic()
-        deadline = sent + (wait_ms or 0) / 1000
-        try:
-            while True:
-                reply = _ACQUIRE(self._client, script_keys, args)
-                if reply[0] == 1:
-                    self._won(token, int(reply[1]), sent)
-                    return self
-                if not place_ms:
-                    logger.debug("cronlock: lock %r is held elsewhere", self.key)
-                    raise LockNotAcquired(self.key)
-                args[5] = text(reply[2])  # keep our place (arrival) in the queue
-                block = wait_block_seconds(self._client, deadline, int(reply[1]))
-                if block is None:
-                    raise LockNotAcquired(
-                        self.key,
-                        f"lock {self.key!r} not acquired within {(wait_ms or 0) / 1000:g} s",
-                    )
-                self._client.blpop([keys.wake_prefix + token], timeout=block)
-                sent = monotonic()
-        except BaseException:
-            if place_ms:
-                leave_queue(self._client, keys, token, WAKE_TTL_MS)
-            raise
+            sent = monotonic()
+            reply = ACQUIRE(self._client, self._script_keys, args)
+            if reply[0] != 1:
+                logger.debug("cronlock: lock %r is held elsewhere", self.key)
+                raise LockNotAcquired(self.key)
+            fence = int(reply[1])
+        self._won(token, fence, sent)
+        return self
 
     def _won(self, token: str, fence: int, sent: float) -> None:
         ttl = self._ttl_ms / 1000
@@ -276,7 +185,7 @@ class RedisLock:
             self._generation += 1
             self._pid = os.getpid()
             self._acquired_at = sent
-            self._valid_until = sent + ttl - _drift(ttl)
+            self._valid_until = sent + ttl - drift(ttl)
             if self._renew:
                 hold = _Hold(self, self._generation)
                 renewal = self._renewal = Renewal(hold, sent + ttl / 3)
@@ -343,7 +252,7 @@ class RedisLock:
         if int(ok) == 1:
             with self._state:
                 if self.token == token:
-                    self._valid_until = sent + ttl_ms / 1000 - _drift(ttl_ms / 1000)
+                    self._valid_until = sent + ttl_ms / 1000 - drift(ttl_ms / 1000)
             return True
         return False
 
@@ -450,38 +359,22 @@ class RedisLock:
 
 
 class _Hold:
-    """One hold of a [`RedisLock`][cronlock.lock.RedisLock], as its renewal sees it.
+    """One hold of a [`RedisLock`][cronlock.lock.RedisLock] (one acquire), as its renewal sees it.
 
-    The renewal's whole view of the lock (`RenewableHold`): it reads the lock through
-    these members only, and `live_token()` tells it when this hold (one acquire, by its
-    generation number) has ended.
+    The renewal's whole view of the lock (`RenewableHold`): what is fixed for the hold is
+    copied at the acquire; `live_token()` tells, by the generation number, when it ended.
     """
 
-    __slots__ = ("_generation", "_lock")
+    __slots__ = ("_generation", "_lock", "acquired_at", "client", "key", "max_hold", "ttl_ms")
 
     def __init__(self, lock: RedisLock, generation: int) -> None:
         self._lock = lock
         self._generation = generation
-
-    @property
-    def key(self) -> str:
-        return self._lock.key
-
-    @property
-    def client(self) -> Any:
-        return self._lock._client
-
-    @property
-    def ttl_ms(self) -> int:
-        return self._lock._ttl_ms
-
-    @property
-    def max_hold(self) -> Optional[float]:
-        return self._lock._max_hold
-
-    @property
-    def acquired_at(self) -> float:
-        return self._lock._acquired_at
+        self.key = lock.key
+        self.client = lock._client
+        self.ttl_ms = lock._ttl_ms
+        self.max_hold = lock._max_hold
+        self.acquired_at = lock._acquired_at
 
     @property
     def valid_until(self) -> float:
@@ -504,43 +397,3 @@ class _Hold:
 
     def __repr__(self) -> str:
         return repr(self._lock)
-
-
-def redis_lock(
-    client: Any,
-    key: str,
-    ttl: Seconds,
-    *,
-    wait: Optional[Seconds] = None,
-    renew: bool = False,
-    max_hold: Optional[Seconds] = None,
-    prefix: str = "cronlock",
-    on_lost: Optional[OnLost] = None,
-) -> RedisLock:
-    """A lock to use in a ``with`` block; it acquires on entry and releases on exit.
-
-    Arguments are [`RedisLock`][cronlock.lock.RedisLock]'s, all checked before anything is sent to
-    Redis.
-
-    Example:
-        ```python
-        with redis_lock(client, "reports:daily", ttl=30, renew=True) as lock:
-            build_report(fence=lock.fencing_token)
-        ```
-    """
-    return RedisLock(
-        client,
-        key,
-        ttl,
-        wait=wait,
-        renew=renew,
-        max_hold=max_hold,
-        prefix=prefix,
-        on_lost=on_lost,
-    )
-
-
-def _check_wait(wait: Any) -> Optional[int]:
-    if wait is None:
-        return None
-    return seconds_to_ms(wait, "wait", allow_zero=True)
