@@ -76,7 +76,7 @@ def test_bad_wait(dead_client: redis.Redis, wait: Any) -> None:
         lock.acquire(wait=wait)
 
 
-@pytest.mark.parametrize("client", [None, "redis://localhost", object()], ids=repr)
+@pytest.mark.parametrize("client", [None, "redis://localhost", object()], ids=["None", "url", "object"])
 def test_bad_client(client: Any) -> None:
     """client must be a redis.Redis or RedisCluster; the message names what was given."""
     with pytest.raises(TypeError, match="client must be"):
