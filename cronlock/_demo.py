@@ -30,11 +30,11 @@ from typing import IO, Any, Optional
 
 import redis
 
-from cronlock._server import RedisServer
 from cronlock.clock import SystemClock
 from cronlock.context import JobContext
 from cronlock.runner import CronRunner
 from cronlock.schedules import IntervalSchedule
+from cronlock.testing import RedisServer
 
 JOBS = {
     # name: (interval s, work s, lease s)

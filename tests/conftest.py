@@ -1,6 +1,6 @@
 """Shared fixtures: private Redis servers on free loopback ports, clients, clocks.
 
-Each pytest run starts its own server (see ``cronlock._server`` for which binary), so
+Each pytest run starts its own server (see ``cronlock.testing._server`` for which binary), so
 tests can flush, kill, pause and restart it without touching anything else on the
 machine. Set ``REDIS_URL`` to also run the ``client`` tests against that server; its
 database is flushed before each test, so point it at a database you can spare.
@@ -15,8 +15,8 @@ from typing import Any, Callable
 import pytest
 import redis
 
-from cronlock._server import RedisServer
 from cronlock.clock import FakeClock
+from cronlock.testing import RedisServer
 
 
 @pytest.fixture(scope="session")

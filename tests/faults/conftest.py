@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
 from tests.faults.checker import Report
 from tests.history import ROOT
 

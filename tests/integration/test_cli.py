@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import pytest
 
-from cronlock._server import RedisServer, free_port
 from cronlock.lock import redis_lock
+from cronlock.testing import RedisServer, free_port
 
 
 def cli_env(**extra: str) -> dict[str, str]:

@@ -8,10 +8,9 @@ from typing import Callable
 import pytest
 import redis
 
-from cronlock._server import RedisServer, free_port
 from cronlock.clock import OffsetClock
 from cronlock.doctor import MIN_REDIS, Check, check_server, worst_status
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, free_port, wait_until
 
 NAMES = ["reachable", "version", "eviction", "cluster", "clock", "persistence", "scripting", "keys"]
 

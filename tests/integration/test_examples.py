@@ -17,8 +17,7 @@ import pytest
 import redis
 
 from cronlock import Admin
-from cronlock._server import RedisServer
-from cronlock.testing import free_port, wait_until
+from cronlock.testing import RedisServer, free_port, wait_until
 from tests.history import ROOT
 
 pytestmark = pytest.mark.slow

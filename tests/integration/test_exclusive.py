@@ -13,7 +13,7 @@ import redis
 import cronlock
 from cronlock import ConfigurationError, LockLost, LockNotAcquired, exclusive, redis_lock
 from cronlock._keys import LockKeys
-from cronlock._server import free_port
+from cronlock.testing import free_port
 
 KEYS = LockKeys.of("cronlock", "nightly")
 # The module that keeps the default client (`cronlock.exclusive` re-exports it).

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from cronlock import ConfigurationError, RedisLock, exclusive, inspect, redis_lock
-from cronlock._server import free_port
+from cronlock.testing import free_port
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from cronlock._scripts import all_scripts
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
 
 
 def test_every_script_loads_into_a_real_server(client: redis.Redis) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from cronlock._proxy import TcpProxy
-from cronlock._server import RedisServer, find_server_binary, free_port
 from cronlock.clock import FakeClock, OffsetClock
+from cronlock.testing._proxy import TcpProxy
+from cronlock.testing._server import RedisServer, find_server_binary, free_port
 
 __all__ = [
     "FakeClock",
