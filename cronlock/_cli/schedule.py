@@ -15,7 +15,7 @@ from cronlock._cli._common import (
     emit_json,
     render_table,
 )
-from cronlock._cli._ops import admin_for, short
+from cronlock._cli._ops import admin_for, hint_elsewhere, short
 
 NAME = "schedule"
 
@@ -43,19 +43,67 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     add_global_options(add, suppress=True)
-    add.add_argument("task", metavar="TASK")
-    add.add_argument("--cron", metavar="EXPR")
-    add.add_argument("--interval", type=float, metavar="SECONDS")
+    add.add_argument(
+        "task", metavar="TASK", help="the name a handler was registered with: @runner.task(TASK)"
+    )
+    add.add_argument(
+        "--cron", metavar="EXPR", help='run at the times of a cron expression, e.g. "0 3 * * *"'
+    )
+    add.add_argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="run every SECONDS, on a grid counted from the UTC epoch",
+    )
     add.add_argument("--timezone", default="UTC", metavar="TZ", help="for --cron (default UTC)")
     add.add_argument("--payload", metavar="JSON", help="JSON value passed as ctx.payload")
-    add.add_argument("--id", dest="schedule_id", metavar="ID", help="default: TASK-<random>")
-    add.add_argument("--ttl", type=float, metavar="SECONDS")
-    add.add_argument("--overlap", choices=("skip", "allow", "replace"))
-    add.add_argument("--max-attempts", type=int)
-    add.add_argument("--catch-up", type=float, metavar="SECONDS")
-    add.add_argument("--jitter", type=float, metavar="SECONDS")
-    add.add_argument("--retries", type=int)
-    add.add_argument("--timeout", type=float, metavar="SECONDS", help="cancel a run after this")
+    add.add_argument(
+        "--id",
+        dest="schedule_id",
+        metavar="ID",
+        help="the schedule's id, also the job key of its runs; an existing one is replaced "
+        "(default: TASK-<random>)",
+    )
+    add.add_argument(
+        "--ttl",
+        type=float,
+        metavar="SECONDS",
+        help="lease length, renewed every ttl/3 while a run lasts (default: the runner's)",
+    )
+    add.add_argument(
+        "--overlap",
+        choices=("skip", "allow", "replace"),
+        help="a slot due while the previous run holds its lease: skip it, allow it to "
+        "start alongside, or replace: start it and cancel the old run (default: skip)",
+    )
+    add.add_argument(
+        "--max-attempts",
+        type=int,
+        metavar="N",
+        help="runs of one slot, takeovers included, before it is abandoned (default: the "
+        "runner's, 3)",
+    )
+    add.add_argument(
+        "--catch-up",
+        type=float,
+        metavar="SECONDS",
+        help="how late a slot may still start (default: one period, at most 60)",
+    )
+    add.add_argument(
+        "--jitter",
+        type=float,
+        metavar="SECONDS",
+        help="wait a random delay up to this before each claim (default 0)",
+    )
+    add.add_argument(
+        "--retries",
+        type=int,
+        metavar="N",
+        help="calls again within the slot after the handler raised (default 0)",
+    )
+    add.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="cancel a run that takes longer"
+    )
     add.set_defaults(handler=run_add)
 
     listing = sub.add_parser("list", help="list schedules")
@@ -64,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     remove = sub.add_parser("remove", help="remove a schedule (exit 1 if there is none)")
     add_global_options(remove, suppress=True)
-    remove.add_argument("schedule_id", metavar="ID")
+    remove.add_argument("schedule_id", metavar="ID", help="the id `schedule list` shows")
     remove.set_defaults(handler=run_remove)
 
 
@@ -99,12 +147,16 @@ def run_add(args: argparse.Namespace) -> int:
         emit_json(spec.as_dict())
     else:
         print(f"added schedule {spec.id}: task {spec.task}, {spec.describe()}")
+    hint_elsewhere(args, admin)  # stored, but no runner under this prefix will run it
     return EXIT_OK
 
 
 def run_list(args: argparse.Namespace) -> int:
     """Print every schedule."""
-    specs = admin_for(args).list_schedules()
+    admin = admin_for(args)
+    specs = admin.list_schedules()
+    if not specs:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json([s.as_dict() for s in specs])
     elif not specs:
@@ -119,7 +171,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_remove(args: argparse.Namespace) -> int:
     """Delete one schedule; 1 when it did not exist."""
-    removed = admin_for(args).remove_schedule(args.schedule_id)
+    admin = admin_for(args)
+    removed = admin.remove_schedule(args.schedule_id)
+    if not removed:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json({"removed": removed, "id": args.schedule_id})
     else:

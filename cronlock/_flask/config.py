@@ -9,9 +9,9 @@ import weakref
 from typing import Any, Callable, Optional
 
 import click
-import redis
 from flask import Flask
 
+from cronlock._redisurl import client_from_url
 from cronlock.errors import ConfigurationError
 from cronlock.runner import CronRunner
 
@@ -70,7 +70,7 @@ def client_from_config(cfg: Any) -> Any:
             "(e.g. 'redis://localhost:6379/0') or pass CronLock(client=...)"
         )
     options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {})
-    return redis.Redis.from_url(url, **options)
+    return client_from_url(url, **options)
 
 
 def at_exit(callback: Callable[[], None]) -> None:

@@ -5,12 +5,12 @@ Every replica computes the same slots from the same schedule, which is what lets
 run each slot once. This module is pure arithmetic: it imports neither ``redis`` nor
 ``threading`` and never reads the clock (callers pass the time in).
 
-| schedule             | slots                                                        |
-|----------------------|--------------------------------------------------------------|
-| ``IntervalSchedule`` | ``k * period + offset`` on the UTC epoch grid (ms precision) |
-| ``CronSchedule``     | cron matches in a timezone; DST rules in `cronlock._cron`    |
-| ``OnceSchedule``     | one instant                                                  |
-| ``UntilSchedule``    | another schedule's slots up to an instant (inclusive)        |
+| schedule             | slots                                                         |
+|----------------------|---------------------------------------------------------------|
+| ``IntervalSchedule`` | ``k * period + offset`` on the UTC epoch grid (ms precision)  |
+| ``CronSchedule``     | cron matches in a timezone (DST: `cronlock.schedules._cronzone`) |
+| ``OnceSchedule``     | one instant                                                   |
+| ``UntilSchedule``    | another schedule's slots up to an instant (inclusive)         |
 
 Example:
     >>> s = IntervalSchedule(30)

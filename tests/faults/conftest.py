@@ -21,6 +21,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "faults: fault-injection scenario (processes, servers)")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Scenarios that add a row to the table run in one xdist worker, so one table holds all."""
+    for item in items:
+        if "fault_table" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("fault-table"))
+
+
 ARTIFACT = ROOT / "test-artifacts" / "faults-table.txt"
 _rows: list[Report] = []
 

