@@ -132,8 +132,6 @@ def test_the_library_does_not_import_its_test_helpers(module: str) -> None:
     """`cronlock.testing` (servers, proxies) is for tests and the demo, not the library."""
     if in_part(module, "cronlock.testing") or in_part(module, "cronlock.cli"):
         return
-    if module == "cronlock._demo":  # the CLI's demo; it moves into cronlock.cli
-        return
     assert not {n for n in imports_of(module) if in_part(n, "cronlock.testing")}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cronlock._cli._common import (
+from cronlock.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,

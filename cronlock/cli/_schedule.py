@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from cronlock._cli._common import (
+from cronlock.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
@@ -15,7 +15,7 @@ from cronlock._cli._common import (
     emit_json,
     render_table,
 )
-from cronlock._cli._ops import admin_for, hint_elsewhere, short
+from cronlock.cli._ops import admin_for, hint_elsewhere, short
 
 NAME = "schedule"
 

@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from cronlock._cli._common import EXIT_OK, EXIT_USAGE, CliError, add_global_options
+from cronlock.cli._common import EXIT_OK, EXIT_USAGE, CliError, add_global_options
 from cronlock.runner import CronRunner
 
 NAME = "run"

@@ -35,9 +35,10 @@ Exit codes:
 | 128+N    | exec: the command was killed by signal N                                         |
 | other    | exec: the command's own exit status                                              |
 
-Adding a command: write a module with ``register(subparsers)`` that adds a parser and
-``set_defaults(handler=run)``, where ``run(args) -> int`` returns the exit status (or
-raises `CliError`), and list it in `COMMANDS`.
+Adding a command: write a module ``cronlock/cli/_NAME.py`` with
+``register(subparsers)`` that adds a parser and ``set_defaults(handler=run)``, where
+``run(args) -> int`` returns the exit status (or raises `CliError`), and list it in
+`COMMANDS`.
 The CLI configures logging (stderr); the library never does.
 """
 
@@ -52,7 +53,8 @@ from typing import Optional
 
 import redis
 
-from cronlock._cli._common import (
+from cronlock._version import __version__
+from cronlock.cli._common import (
     EXIT_CODES,
     EXIT_SOFTWARE,
     EXIT_UNAVAILABLE,
@@ -60,24 +62,23 @@ from cronlock._cli._common import (
     add_global_options,
     resolve_prefix,
 )
-from cronlock._version import __version__
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Modules that each add one command, in ``--help`` order.
 COMMANDS: tuple[str, ...] = (
-    "cronlock._cli.next_times",
-    "cronlock._cli.doctor",
-    "cronlock._cli.exec_lock",
-    "cronlock._cli.locks",
-    "cronlock._cli.status",
-    "cronlock._cli.jobs",
-    "cronlock._cli.history",
-    "cronlock._cli.runners",
-    "cronlock._cli.steer",
-    "cronlock._cli.schedule",
-    "cronlock._cli.run",
-    "cronlock._cli.demo",
+    "cronlock.cli._next_times",
+    "cronlock.cli._doctor",
+    "cronlock.cli._exec_lock",
+    "cronlock.cli._locks",
+    "cronlock.cli._status",
+    "cronlock.cli._jobs",
+    "cronlock.cli._history",
+    "cronlock.cli._runners",
+    "cronlock.cli._steer",
+    "cronlock.cli._schedule",
+    "cronlock.cli._run",
+    "cronlock.cli._demo",
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cronlock._cli._common import (
+from cronlock.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
@@ -12,7 +12,7 @@ from cronlock._cli._common import (
     add_global_options,
     emit_json,
 )
-from cronlock._cli._ops import admin_for, hint_elsewhere
+from cronlock.cli._ops import admin_for, hint_elsewhere
 from cronlock.errors import ConfigurationError
 
 

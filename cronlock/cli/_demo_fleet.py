@@ -1,7 +1,7 @@
 """``cronlock demo``: three replicas, two jobs, one kill -9, and the proof that it held.
 
 The demo starts a private Redis/Valkey server (unless given a URL), then N replica
-processes (``python -m cronlock._demo replica ...``) that register the same two jobs:
+processes (``python -m cronlock.cli._demo_fleet replica ...``) that register the same two jobs:
 
 * ``short``: every 2 s, 0.2 s of work;
 * ``long``: every 10 s, 4 s of work, a 3 s lease renewed every second.
@@ -136,7 +136,7 @@ class Demo:
         for i in range(1, self.count + 1):
             name = f"r{i}"
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cronlock._demo", "replica", name, self.url],
+                [sys.executable, "-m", "cronlock.cli._demo_fleet", "replica", name, self.url],
                 stdout=subprocess.PIPE,
                 text=True,
                 start_new_session=True,
@@ -285,7 +285,7 @@ def run_demo(url: Optional[str], replicas: int, duration: float, kill: bool, out
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cronlock._demo")
+    parser = argparse.ArgumentParser(prog="python -m cronlock.cli._demo_fleet")
     sub = parser.add_subparsers(dest="mode", required=True)
     rep = sub.add_parser("replica")
     rep.add_argument("name")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from cronlock._cli._common import EXIT_OK, add_global_options, emit_json, render_table
-from cronlock._cli._ops import admin_for, ago, hint_elsewhere
+from cronlock.cli._common import EXIT_OK, add_global_options, emit_json, render_table
+from cronlock.cli._ops import admin_for, ago, hint_elsewhere
 
 NAME = "runners"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cronlock._cli._common import EXIT_FAILURE, EXIT_OK, add_global_options, emit_json
-from cronlock._cli._ops import admin_for, hint_elsewhere
+from cronlock.cli._common import EXIT_FAILURE, EXIT_OK, add_global_options, emit_json
+from cronlock.cli._ops import admin_for, hint_elsewhere
 
 NAME = "status"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cronlock._cli._common import (
+from cronlock.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
@@ -12,7 +12,7 @@ from cronlock._cli._common import (
     emit_json,
     render_table,
 )
-from cronlock._cli._ops import admin_for, hint_elsewhere, short, when
+from cronlock.cli._ops import admin_for, hint_elsewhere, short, when
 from cronlock.errors import ConfigurationError
 from cronlock.history import HistoryEntry
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any, Optional
 from zoneinfo import ZoneInfo
 
-from cronlock._cli._common import (
+from cronlock.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,

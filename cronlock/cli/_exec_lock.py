@@ -32,7 +32,8 @@ from typing import Any, Optional
 
 import redis
 
-from cronlock._cli._common import (
+from cronlock._validate import check_key, seconds_to_ms
+from cronlock.cli._common import (
     EXIT_LOCK_LOST,
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -43,7 +44,6 @@ from cronlock._cli._common import (
     add_global_options,
     connect,
 )
-from cronlock._validate import check_key, seconds_to_ms
 from cronlock.errors import ConfigurationError, LockLost, LockNotAcquired
 from cronlock.lock import redis_lock
 

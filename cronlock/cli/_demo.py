@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from cronlock._cli._common import EXIT_USAGE, CliError
+from cronlock.cli._common import EXIT_USAGE, CliError
 
 
 def register(subparsers: Any) -> None:
@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cronlock._demo import run_demo  # noqa: PLC0415 - keep `cronlock --help` fast
+    from cronlock.cli._demo_fleet import run_demo  # noqa: PLC0415 - keep `cronlock --help` fast
 
     if args.replicas < 1 or args.replicas > 20:
         raise CliError(f"--replicas must be between 1 and 20; got {args.replicas}", EXIT_USAGE)

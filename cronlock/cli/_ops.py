@@ -10,9 +10,9 @@ from typing import Any, Optional
 
 import redis
 
-from cronlock._cli._common import EXIT_USAGE, CliError, connect
 from cronlock._registry import runner_prefixes
 from cronlock.admin import Admin
+from cronlock.cli._common import EXIT_USAGE, CliError, connect
 from cronlock.errors import ConfigurationError
 
 
