@@ -12,7 +12,8 @@ from typing import Any, Callable
 import pytest
 
 from cronlock.lock import redis_lock
-from cronlock.testing import RedisServer, free_port
+from cronlock.testing import RedisServer
+from tests import procs
 
 
 def cli_env(**extra: str) -> dict[str, str]:
@@ -27,7 +28,7 @@ def cronlock(
     *args: str, env: dict[str, str] | None = None, **kw: Any
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m cronlock ARGS`` to completion."""
-    return subprocess.run(
+    return procs.run(
         [sys.executable, "-m", "cronlock", *args],
         check=False,
         capture_output=True,
@@ -88,10 +89,10 @@ def test_missing_redis_url_is_a_usage_error() -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_unreachable_server_is_a_failed_check_and_exit_69() -> None:
+def test_unreachable_server_is_a_failed_check_and_exit_69(refused_port: int) -> None:
     """``doctor`` against a port nobody listens on prints a reachable fail line and exits
     69, the status ``cronlock --help`` gives for "Redis could not be reached"."""
-    url = f"redis://127.0.0.1:{free_port()}/0"
+    url = f"redis://127.0.0.1:{refused_port}/0"
     out = cronlock("doctor", "--redis-url", url)
     assert out.returncode == 69
     assert "fail    reachable" in out.stdout

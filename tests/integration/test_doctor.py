@@ -11,7 +11,8 @@ import redis
 from cronlock._scripts import SCRIPTS_DIR
 from cronlock.clock import OffsetClock
 from cronlock.doctor import MIN_REDIS, Check, _version_verdict, check_server, worst_status
-from cronlock.testing import RedisServer, free_port, wait_until
+from cronlock.testing import RedisServer, wait_until
+from tests.cluster import cluster_port
 
 NAMES = ["reachable", "version", "eviction", "cluster", "clock", "persistence", "scripting", "keys"]
 
@@ -158,9 +159,9 @@ def test_clock_skew_beyond_tolerance_warns(redis_server: RedisServer) -> None:
     assert tolerant.status == "pass"
 
 
-def test_unreachable_server_is_one_failed_line() -> None:
+def test_unreachable_server_is_one_failed_line(refused_port: int) -> None:
     """Nothing listening: one failed 'reachable' check and nothing else."""
-    c = redis.Redis(port=free_port(), socket_connect_timeout=1)
+    c = redis.Redis(port=refused_port, socket_connect_timeout=1)
     checks = check_server(c)
     assert len(checks) == 1
     assert checks[0].name == "reachable"
@@ -172,10 +173,9 @@ def test_cluster_node_reports_state_and_node_count(
     server_factory: Callable[..., RedisServer],
 ) -> None:
     """A cluster node without slots fails the cluster check; once it serves all slots, it passes."""
-    # An explicit bus port: the default (port + 10000) can exceed 65535 for a free port.
-    server = server_factory(
-        extra_args=("--cluster-enabled", "yes", "--cluster-port", str(free_port()))
-    )
+    # The bus port is port + 10000: cluster_port picks a port whose bus port is free too,
+    # and the server picks again if either is taken before it binds them.
+    server = server_factory(extra_args=("--cluster-enabled", "yes"), port_picker=cluster_port)
     c = server.client()
     down = by_name(check_server(c))["cluster"]
     assert down.status == "fail"

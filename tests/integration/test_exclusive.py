@@ -13,7 +13,6 @@ import redis
 import cronlock
 from cronlock import ConfigurationError, LockLost, LockNotAcquired, exclusive, redis_lock
 from cronlock._keys import LockKeys
-from cronlock.testing import free_port
 
 KEYS = LockKeys.of("cronlock", "nightly")
 # The module that keeps the default client (`cronlock.exclusive` re-exports it).
@@ -117,7 +116,7 @@ def test_configured_client(client: redis.Redis) -> None:
 
 
 def test_client_from_environment(
-    monkeypatch: pytest.MonkeyPatch, redis_server: Any, redis_url: str
+    monkeypatch: pytest.MonkeyPatch, redis_server: Any, redis_url: str, refused_port: int
 ) -> None:
     """Without client= or configure(), CRONLOCK_REDIS_URL wins over REDIS_URL, read at call time."""
 
@@ -125,7 +124,7 @@ def test_client_from_environment(
     def job() -> str:
         return "ran"
 
-    dead = f"redis://127.0.0.1:{free_port()}/0"
+    dead = f"redis://127.0.0.1:{refused_port}/0"
     monkeypatch.setenv("REDIS_URL", dead)  # decoration did not connect anywhere
     monkeypatch.setenv("CRONLOCK_REDIS_URL", redis_url)
     assert job() == "ran"
