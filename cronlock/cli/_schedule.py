@@ -16,6 +16,7 @@ from cronlock.cli._common import (
     render_table,
 )
 from cronlock.cli._ops import admin_for, hint_elsewhere, short
+from cronlock.options import OPTIONS, JobOption
 
 NAME = "schedule"
 
@@ -64,46 +65,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the schedule's id, also the job key of its runs; an existing one is replaced "
         "(default: TASK-<random>)",
     )
-    add.add_argument(
-        "--ttl",
-        type=float,
-        metavar="SECONDS",
-        help="lease length, renewed every ttl/3 while a run lasts (default: the runner's)",
-    )
-    add.add_argument(
-        "--overlap",
-        choices=("skip", "allow", "replace"),
-        help="a slot due while the previous run holds its lease: skip it, allow it to "
-        "start alongside, or replace: start it and cancel the old run (default: skip)",
-    )
-    add.add_argument(
-        "--max-attempts",
-        type=int,
-        metavar="N",
-        help="runs of one slot, takeovers included, before it is abandoned (default: the "
-        "runner's, 3)",
-    )
-    add.add_argument(
-        "--catch-up",
-        type=float,
-        metavar="SECONDS",
-        help="how late a slot may still start (default: one period, at most 60)",
-    )
-    add.add_argument(
-        "--jitter",
-        type=float,
-        metavar="SECONDS",
-        help="wait a random delay up to this before each claim (default 0)",
-    )
-    add.add_argument(
-        "--retries",
-        type=int,
-        metavar="N",
-        help="calls again within the slot after the handler raised (default 0)",
-    )
-    add.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="cancel a run that takes longer"
-    )
+    for option in OPTIONS:  # one flag per option a dynamic schedule may set
+        if option.dynamic:
+            add.add_argument(
+                f"--{option.name.replace('_', '-')}",
+                dest=option.name,
+                type=option.cli_type,
+                choices=option.choices or None,
+                metavar=None if option.choices else _metavar(option),
+                help=_help(option),
+            )
     add.set_defaults(handler=run_add)
 
     listing = sub.add_parser("list", help="list schedules")
@@ -114,6 +85,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_global_options(remove, suppress=True)
     remove.add_argument("schedule_id", metavar="ID", help="the id `schedule list` shows")
     remove.set_defaults(handler=run_remove)
+
+
+def _metavar(option: JobOption) -> str:
+    return "SECONDS" if option.cli_type is float else "N"
+
+
+def _help(option: JobOption) -> str:
+    """The option's meaning and its default, from the option table."""
+    if option.runner_default:
+        return f"{option.help} (default: the runner's, {option.default})"
+    if option.default is None:
+        return option.help
+    return f"{option.help} (default {option.default:g})"
 
 
 def run_add(args: argparse.Namespace) -> int:
@@ -133,13 +117,7 @@ def run_add(args: argparse.Namespace) -> int:
             timezone=args.timezone,
             payload=payload,
             schedule_id=args.schedule_id,
-            ttl=args.ttl,
-            overlap=args.overlap,
-            max_attempts=args.max_attempts,
-            catch_up=args.catch_up,
-            jitter=args.jitter,
-            retries=args.retries,
-            timeout=args.timeout,
+            **{o.name: getattr(args, o.name) for o in OPTIONS if o.dynamic},
         )
     except (ValueError, TypeError) as error:  # ConfigurationError is a ValueError
         raise CliError(str(error), EXIT_USAGE) from None

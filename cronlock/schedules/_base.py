@@ -53,19 +53,6 @@ class Schedule(abc.ABC):
         return hash((type(self).__name__, self._key()))
 
 
-def seconds_ms(value: Any, name: str) -> int:
-    """Seconds (int, float or timedelta) as whole milliseconds; type and NaN checked."""
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be seconds as int, float or timedelta; got {value!r}")
-    else:
-        seconds = value
-    if not math.isfinite(seconds):
-        raise ConfigurationError(f"{name} must be a finite number of seconds; got {value!r}")
-    return round(seconds * 1000)
-
-
 def instant_ms(value: Any, name: str) -> int:
     """An aware datetime, ISO-8601 string with offset, or epoch seconds, as epoch ms.
 

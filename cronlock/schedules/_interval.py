@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Union
 
+from cronlock._durations import seconds_to_ms
 from cronlock.errors import ConfigurationError
-from cronlock.schedules._base import Schedule, seconds_ms
+from cronlock.schedules._base import Schedule
 
 
 class IntervalSchedule(Schedule):
@@ -40,14 +41,16 @@ class IntervalSchedule(Schedule):
         if type(seconds) is int and seconds > 0:
             period = seconds * 1000
         else:
-            period = seconds_ms(seconds, "interval")
+            period = seconds_to_ms(seconds, "interval", signed=True)
             if period <= 0:
                 raise ConfigurationError(
                     f"interval must be > 0 (at least 1 ms); got {seconds!r} seconds"
                 )
         self._period = period
         self._offset = (
-            0 if offset == 0 and type(offset) is int else (seconds_ms(offset, "offset") % period)
+            0
+            if offset == 0 and type(offset) is int
+            else seconds_to_ms(offset, "offset", signed=True) % period
         )
 
     @classmethod
@@ -67,7 +70,7 @@ class IntervalSchedule(Schedule):
         parts = (("seconds", seconds, 1), ("minutes", minutes, 60), ("hours", hours, 3600))
         total_ms = 0
         for name, value, unit in parts:
-            ms = seconds_ms(value, name)
+            ms = seconds_to_ms(value, name, signed=True)
             if ms < 0:
                 raise ConfigurationError(f"{name} must be >= 0; got {value!r}")
             total_ms += ms * unit
