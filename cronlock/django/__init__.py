@@ -47,8 +47,9 @@ __all__ = [
     "with_fresh_connections",
 ]
 
-#: The project's runner: register jobs on it in ``jobs.py`` modules.
 runner = ProjectRunner()
+"""The project's runner (a [`ProjectRunner`][cronlock.django.ProjectRunner]): register jobs on it
+in ``jobs.py`` modules; it runs them once Django is ready."""
 
 
 def get_runner() -> CronRunner:

@@ -9,10 +9,12 @@ in ``ticks/jobs.py``, SQLite in the test's tmp dir), against a private Redis ser
 from __future__ import annotations
 
 import json
+import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import pytest
 import redis
@@ -236,3 +238,56 @@ def test_an_unknown_cronlock_key_stops_manage_py_naming_it(tmp_path: Path) -> No
         project.close()
     assert done.returncode == 1
     assert "SettingsError: settings.CRONLOCK has an unknown key 'PREFX'" in done.stderr
+
+
+@pytest.mark.slow
+def test_manage_py_cronlock_run_runs_the_project_runner(project: Project) -> None:
+    """``manage.py cronlock run`` (no target) runs the jobs in the foreground; SIGTERM: exit 0."""
+    proc = project.spawn([sys.executable, "manage.py", "cronlock", "run", "--stop-timeout", "5"])
+    try:
+        wait_until(lambda: len(History.read(project.records).events("start", "tick")) >= 2, 30)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        project.close()
+    assert proc.returncode == 0, err
+    assert "running" in out
+    assert {r["pid"] for r in History.read(project.records).events("start", "tick")} == {proc.pid}
+
+
+ACCESS = """
+import json
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+User.objects.create_user("boss", password="x", is_staff=True)
+clerk = User.objects.create_user("clerk", password="x")
+clerk.user_permissions.add(Permission.objects.get(codename="view_user"))
+seen = {"anonymous": Client().get("/cronlock/api/jobs").status_code}
+for name in ("boss", "clerk"):
+    client = Client()
+    client.force_login(User.objects.get(username=name))
+    seen[name] = client.get("/cronlock/api/jobs").status_code
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize(
+    ("permission", "expected"),
+    [
+        (None, {"anonymous": 403, "boss": 200, "clerk": 403}),
+        ("auth.view_user", {"anonymous": 403, "boss": 403, "clerk": 200}),
+    ],
+    ids=["staff", "permission"],
+)
+def test_the_api_needs_staff_or_the_named_permission(
+    server: RedisServer, tmp_path: Path, permission: Optional[str], expected: dict[str, int]
+) -> None:
+    """Default: staff only; with PERMISSION, the permission instead; anonymous: 403."""
+    project = Project(server.url, tmp_path, prefix="dj-perm", cronlock={"PERMISSION": permission})
+    try:
+        assert project.manage("migrate", "-v0").returncode == 0
+        done = project.manage("shell", "-c", ACCESS)
+    finally:
+        project.close()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == expected

@@ -15,7 +15,7 @@ import os
 
 SECRET_KEY = "cronlock-tests-only"
 DEBUG = False
-ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]  # testserver: django.test.Client
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
