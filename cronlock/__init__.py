@@ -6,6 +6,7 @@ private and may change without notice.
 
 from __future__ import annotations
 
+from cronlock._redisurl import client_from_url
 from cronlock._stats import RunnerStatistics
 from cronlock._version import __version__
 from cronlock.admin import Admin
@@ -53,6 +54,7 @@ __all__ = [
     "Schedule",
     "SystemClock",
     "__version__",
+    "client_from_url",
     "configure",
     "exclusive",
     "inspect",

@@ -16,6 +16,8 @@ from typing import Any, Callable, Optional
 import jinja2
 import redis
 
+from cronlock.outcomes import HistoryEvent
+
 __all__ = ["STATIC_FILES", "dashboard_context", "render"]
 
 PACKAGE = Path(__file__).resolve().parent
@@ -23,9 +25,7 @@ PACKAGE = Path(__file__).resolve().parent
 STATIC_FILES = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
 HISTORY = 40  # entries in the dashboard's "recent runs"
 HISTORY_PER_JOB = 10
-END_EVENTS = frozenset(
-    {"succeeded", "failed", "cancelled", "taken_over", "abandoned", "expired", "replaced"}
-)
+END_EVENTS = frozenset(e.value for e in HistoryEvent if e.ends_run)
 
 _environment: Any = None
 

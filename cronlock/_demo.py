@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any, Optional
 
-import redis
-
+from cronlock._redisurl import client_from_url
 from cronlock._server import RedisServer
 from cronlock.clock import SystemClock
 from cronlock.context import JobContext
@@ -58,7 +57,7 @@ def replica_main(name: str, url: str) -> int:
             sys.stdout.write(json.dumps(fields) + "\n")
             sys.stdout.flush()
 
-    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    client = client_from_url(url, socket_timeout=2, socket_connect_timeout=2)
     runner = CronRunner(client, prefix=PREFIX, clock=SystemClock())
     for job, (interval, work, lease) in JOBS.items():
 
@@ -271,7 +270,7 @@ def run_demo(url: Optional[str], replicas: int, duration: float, kill: bool, out
             out.write(f"started a private server: {os.path.basename(server.binary)} on {url}\n")
         else:
             out.write(f"using {url} (keys under {PREFIX}:)\n")
-        client = redis.Redis.from_url(url)
+        client = client_from_url(url)
         for key in client.scan_iter(f"{PREFIX}:*"):
             client.delete(key)
         client.close()

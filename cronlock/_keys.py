@@ -29,7 +29,7 @@ script, so they may live on any Cluster node.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 
 def tag(key: str) -> str:
@@ -95,6 +95,24 @@ def pause_all_key(prefix: str) -> str:
 def runner_key(prefix: str, runner_id: str) -> str:
     """One live runner's heartbeat (expires when the runner stops refreshing it)."""
     return f"{prefix}:runner:{runner_id}"
+
+
+#: SCAN pattern matching the runner heartbeats of every prefix.
+ANY_RUNNER_PATTERN = "*:runner:*"
+
+
+def split_runner_key(redis_key: str) -> Optional[tuple[str, str]]:
+    """``(prefix, runner_id)`` of a ``P:runner:ID`` key, or None if it cannot be one.
+
+    Runner ids never contain ``:`` (see ``CronRunner.runner_id``), so the prefix is
+    everything before the last ``:runner:``, whatever it contains itself.
+    """
+    prefix, sep, runner_id = redis_key.rpartition(":runner:")
+    if not sep or not prefix or not runner_id or ":" in runner_id:
+        return None
+    if "{" in redis_key or "}" in redis_key:
+        return None
+    return prefix, runner_id
 
 
 def schedules_key(prefix: str) -> str:

@@ -17,9 +17,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 
 def find_server_binary() -> str:
@@ -51,20 +53,42 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+START_ATTEMPTS = 5
+"""How many ports :meth:`RedisServer.start` tries when it chose the port itself."""
+
+
+class PortInUse(RuntimeError):
+    """The server exited because its port (or its cluster bus port) was taken."""
+
+
 class RedisServer:
-    """One private server process; start, stop, pause and restart it on the same port."""
+    """One private server process; start, stop, pause and restart it on the same port.
+
+    Without an explicit ``port``, :meth:`start` picks a free one with ``port_picker``
+    (default :func:`free_port`). Another process can take that port between the pick and
+    the server's bind (parallel test workers do); the server then exits with "Address
+    already in use" and :meth:`start` tries again on a newly picked port, up to
+    :data:`START_ATTEMPTS` ports. An explicit port is never changed: taken, it is an
+    error (:class:`PortInUse`). Once started, the port is kept for every restart.
+    """
 
     def __init__(
         self,
         binary: Optional[str] = None,
         port: Optional[int] = None,
         extra_args: tuple[str, ...] = (),
+        port_picker: Callable[[], int] = free_port,
+        config_file: Optional[str] = None,
     ) -> None:
         self.binary = binary or find_server_binary()
-        self.port = port or free_port()
+        self.port_picker = port_picker
+        self._port_fixed = port is not None  # given, or kept once the server has run
+        self.port = port or port_picker()
         self.host = "127.0.0.1"
         self.extra_args = extra_args
+        self.config_file = config_file  # first argument when given (e.g. a sentinel's)
         self.dir = tempfile.mkdtemp(prefix="cronlock-redis-")
+        self.log = os.path.join(self.dir, "server.log")
         self.process: Optional[subprocess.Popen[bytes]] = None
 
     @property
@@ -76,8 +100,24 @@ class RedisServer:
         return redis.Redis(host=self.host, port=self.port, **kwargs)
 
     def start(self, timeout: float = 10.0) -> RedisServer:
+        """Start the server and wait until it answers PING (see the class for ports)."""
+        attempts = 1 if self._port_fixed else START_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once(timeout)
+            except PortInUse:
+                if attempt == attempts:
+                    raise
+                self.port = self.port_picker()
+            else:
+                self._port_fixed = True
+                return self
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _start_once(self, timeout: float) -> None:
         args = [
             self.binary,
+            *([self.config_file] if self.config_file else []),
             "--port", str(self.port),
             "--bind", self.host,
             "--save", "",
@@ -86,27 +126,46 @@ class RedisServer:
             "--protected-mode", "no",
             *self.extra_args,
         ]  # fmt: skip
-        self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
+        with open(self.log, "ab") as log:
+            start = log.tell()
+            self.process = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         deadline = time.monotonic() + timeout
-        probe = self.client(socket_timeout=1, socket_connect_timeout=1)
+        # No retries inside a probe: a listener that is not ours must not stall the loop.
+        probe = self.client(
+            socket_timeout=0.25, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0)
+        )
         try:
             while True:
                 if self.process.poll() is not None:
-                    raise RuntimeError(
-                        f"{self.binary} exited with {self.process.returncode} on port {self.port}"
-                    )
+                    self._exited(start)
                 try:
-                    if probe.ping():
-                        return self
+                    # Whoever took the port may answer PING too: only our process counts.
+                    if int(probe.info("server")["process_id"]) == self.process.pid:
+                        return
                 except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
                     pass
                 if time.monotonic() > deadline:
+                    self.kill()
                     raise TimeoutError(f"{self.binary} did not answer on port {self.port}")
                 time.sleep(0.01)
         finally:
             probe.close()
+
+    def _exited(self, log_start: int) -> None:
+        """Raise for a server that exited during start, with what it logged."""
+        assert self.process is not None
+        with open(self.log, "rb") as log:
+            log.seek(log_start)
+            output = log.read().decode("utf-8", "replace")
+        message = (
+            f"{self.binary} exited with {self.process.returncode} on port {self.port}: "
+            + " | ".join(output.strip().splitlines()[-3:])
+        )
+        if "address already in use" in output.lower():
+            raise PortInUse(message)
+        raise RuntimeError(message)
 
     def kill(self) -> None:
         """SIGKILL the server (its data is gone: it keeps nothing on disk)."""

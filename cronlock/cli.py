@@ -15,23 +15,25 @@ cronlock run MODULE:ATTR [--stop-timeout S]
 ```
 
 Global options (before or after the command): ``--redis-url URL`` (else
-``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``), ``--prefix`` (default ``cronlock``),
-``--json`` (machine-readable output on stdout), ``-v``/``-vv`` (log to stderr).
+``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``; ``valkey://`` and ``valkeys://`` are read
+as ``redis://`` and ``rediss://``), ``--prefix`` (else ``$CRONLOCK_PREFIX``, else
+``cronlock``), ``--json`` (machine-readable output on stdout), ``-v``/``-vv`` (log to
+stderr). ``run`` takes only ``-v``: the runner it loads has its own client and prefix.
 
 Exit codes:
 
-| code     | meaning                                                                  |
-|----------|--------------------------------------------------------------------------|
-| 0        | success (doctor: no check failed; exec: the command exited 0)            |
-| 1        | doctor: at least one check failed; other commands: an error was reported |
-| 2        | usage error: bad option, expression, timezone, or no Redis URL given     |
-| 69       | Redis could not be reached (exec: the command was not run)               |
-| 70       | an unexpected error inside cronlock (a bug: please report it)            |
-| 75       | exec: the lock is held by another owner; the command was not run         |
-| 76       | exec: the lock was lost while the command ran; it was sent SIGTERM       |
-| 126, 127 | exec: the command could not be executed / was not found                  |
-| 128+N    | exec: the command was killed by signal N                                 |
-| other    | exec: the command's own exit status                                      |
+| code     | meaning                                                                          |
+|----------|----------------------------------------------------------------------------------|
+| 0        | success (doctor: no check failed; exec: the command exited 0)                    |
+| 1        | doctor: a check failed; status: no live runner or a job failing; other: an error |
+| 2        | usage error: bad option, expression, timezone, or no Redis URL given             |
+| 69       | Redis could not be reached (doctor too; exec: the command was not run)           |
+| 70       | an unexpected error inside cronlock (a bug: please report it)                    |
+| 75       | exec: the lock is held by another owner; the command was not run                 |
+| 76       | exec: the lock was lost while the command ran; it was sent SIGTERM               |
+| 126, 127 | exec: the command could not be executed / was not found                          |
+| 128+N    | exec: the command was killed by signal N                                         |
+| other    | exec: the command's own exit status                                              |
 
 Adding a command: write a module with ``register(subparsers)`` that adds a parser and
 ``set_defaults(handler=run)``, where ``run(args) -> int`` returns the exit status (or
@@ -56,6 +58,7 @@ from cronlock._cli._common import (
     EXIT_UNAVAILABLE,
     CliError,
     add_global_options,
+    resolve_prefix,
 )
 from cronlock._version import __version__
 
@@ -94,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_global_options(parser, suppress=False)
+    parser.set_defaults(resolve_prefix=True)
     subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND")
     subparsers.required = True
     for name in COMMANDS:
@@ -112,6 +116,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
     try:
+        if args.resolve_prefix:
+            resolve_prefix(args)
         status = int(args.handler(args))
     except CliError as error:
         print(f"cronlock {args.command_name}: {error}", file=sys.stderr)

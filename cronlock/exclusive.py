@@ -26,8 +26,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-import redis
-
+from cronlock._redisurl import client_from_url
 from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
 from cronlock.errors import ConfigurationError, LockNotAcquired
 from cronlock.lock import RedisLock
@@ -74,7 +73,7 @@ def default_client() -> Any:
             url = os.environ.get(name)
             if url:
                 if _from_env is None or _from_env[0] != url:
-                    _from_env = (url, redis.Redis.from_url(url))
+                    _from_env = (url, client_from_url(url))
                 return _from_env[1]
     raise ConfigurationError(
         "no Redis client for cronlock: pass client=..., call cronlock.configure(client=...), "

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any, Optional, Union
 
 from cronlock import _cron
+from cronlock._durations import seconds_to_ms
 from cronlock.errors import ConfigurationError
 
 __all__ = [
@@ -80,19 +81,6 @@ class Schedule(abc.ABC):
         return hash((type(self).__name__, self._key()))
 
 
-def _seconds_ms(value: Any, name: str) -> int:
-    """Seconds (int, float or timedelta) as whole milliseconds; type and NaN checked."""
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be seconds as int, float or timedelta; got {value!r}")
-    else:
-        seconds = value
-    if not math.isfinite(seconds):
-        raise ConfigurationError(f"{name} must be a finite number of seconds; got {value!r}")
-    return round(seconds * 1000)
-
-
 class IntervalSchedule(Schedule):
     """Slots every ``seconds`` on the UTC epoch grid, shifted by ``offset``.
 
@@ -124,14 +112,16 @@ class IntervalSchedule(Schedule):
         if type(seconds) is int and seconds > 0:
             period = seconds * 1000
         else:
-            period = _seconds_ms(seconds, "interval")
+            period = seconds_to_ms(seconds, "interval", signed=True)
             if period <= 0:
                 raise ConfigurationError(
                     f"interval must be > 0 (at least 1 ms); got {seconds!r} seconds"
                 )
         self._period = period
         self._offset = (
-            0 if offset == 0 and type(offset) is int else (_seconds_ms(offset, "offset") % period)
+            0
+            if offset == 0 and type(offset) is int
+            else seconds_to_ms(offset, "offset", signed=True) % period
         )
 
     @classmethod
@@ -151,7 +141,7 @@ class IntervalSchedule(Schedule):
         parts = (("seconds", seconds, 1), ("minutes", minutes, 60), ("hours", hours, 3600))
         total_ms = 0
         for name, value, unit in parts:
-            ms = _seconds_ms(value, name)
+            ms = seconds_to_ms(value, name, signed=True)
             if ms < 0:
                 raise ConfigurationError(f"{name} must be >= 0; got {value!r}")
             total_ms += ms * unit

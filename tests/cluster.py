@@ -40,7 +40,7 @@ def start_cluster(masters: int = 3, timeout: float = 20.0) -> list[RedisServer]:
     servers: list[RedisServer] = []
     try:
         for _ in range(masters):
-            server = RedisServer(port=cluster_port())
+            server = RedisServer(port_picker=cluster_port)
             server.extra_args = (
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", os.path.join(server.dir, "nodes.conf"),

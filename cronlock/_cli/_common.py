@@ -9,7 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-import redis
+from cronlock._redisurl import client_from_url, masked
+from cronlock._validate import check_prefix
+from cronlock.errors import ConfigurationError
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -24,9 +26,9 @@ EXIT_NOT_FOUND = 127  # exec: COMMAND not found (as in sh)
 #: (code, meaning) for ``cronlock --help`` and the module docstring.
 EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("0", "success (doctor: no check failed; exec: the command exited 0)"),
-    ("1", "doctor: at least one check failed; other commands: an error was reported"),
+    ("1", "doctor: a check failed; status: no live runner or a job failing; other: an error"),
     ("2", "usage error: bad option, expression, timezone, or no Redis URL given"),
-    ("69", "Redis could not be reached (exec: the command was not run)"),
+    ("69", "Redis could not be reached (doctor too; exec: the command was not run)"),
     ("70", "an unexpected error inside cronlock (a bug: please report it)"),
     ("75", "exec: the lock is held by another owner; the command was not run"),
     ("76", "exec: the lock was lost while the command ran; it was sent SIGTERM"),
@@ -35,7 +37,14 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("other", "exec: the command's own exit status"),
 )
 
-REDIS_URL_HELP = "Redis URL (default: $CRONLOCK_REDIS_URL, else $REDIS_URL)"
+REDIS_URL_HELP = (
+    "redis://, rediss://, unix://, valkey:// or valkeys:// URL "
+    "(default: $CRONLOCK_REDIS_URL, else $REDIS_URL)"
+)
+
+
+DEFAULT_PREFIX = "cronlock"
+PREFIX_HELP = "key prefix (default: $CRONLOCK_PREFIX, else cronlock)"
 
 
 class CliError(Exception):
@@ -61,15 +70,38 @@ def redis_url(args: argparse.Namespace) -> str:
     )
 
 
+def resolve_prefix(args: argparse.Namespace) -> None:
+    """Set ``args.prefix`` from ``--prefix``, else ``$CRONLOCK_PREFIX``, else ``cronlock``.
+
+    ``args.prefix_from`` records which one it was, for messages. A bad
+    ``$CRONLOCK_PREFIX`` is a usage error naming the variable and its value.
+    """
+    if getattr(args, "prefix", None) is not None:
+        args.prefix_from = "--prefix"
+        return
+    env = os.environ.get("CRONLOCK_PREFIX")
+    if env:
+        try:
+            args.prefix = check_prefix(env)
+        except ConfigurationError as error:
+            raise CliError(f"$CRONLOCK_PREFIX: {error}", EXIT_USAGE) from None
+        args.prefix_from = "CRONLOCK_PREFIX"
+    else:
+        args.prefix = DEFAULT_PREFIX
+        args.prefix_from = "default"
+
+
 def connect(args: argparse.Namespace, *, socket_timeout: float = 10.0) -> Any:
     """A ``redis.Redis`` for the URL in ``args``; usage error (2) if the URL is malformed."""
     url = redis_url(args)
     try:
-        return redis.Redis.from_url(
+        return client_from_url(
             url, socket_timeout=socket_timeout, socket_connect_timeout=5, decode_responses=False
         )
+    except ConfigurationError as error:
+        raise CliError(str(error), EXIT_USAGE) from None
     except ValueError as error:
-        raise CliError(f"bad Redis URL {url!r}: {error}", EXIT_USAGE) from None
+        raise CliError(f"bad Redis URL {masked(url)!r}: {error}", EXIT_USAGE) from None
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -90,23 +122,28 @@ def emit_json(data: Any, stream: TextIO | None = None) -> None:
     out.write("\n")
 
 
-def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+def add_global_options(
+    parser: argparse.ArgumentParser, *, suppress: bool, connection: bool = True
+) -> None:
     """Options accepted before and after the command name.
 
     The subcommand copies use ``SUPPRESS`` defaults, so ``cronlock --json doctor`` and
     ``cronlock doctor --json`` both work and neither overrides the other with a default.
+    With ``connection=False`` only ``-v`` is added (for ``run``, whose runner brings its
+    own client and prefix).
     """
 
     def default(value: Any) -> Any:
         return argparse.SUPPRESS if suppress else value
 
-    parser.add_argument("--redis-url", metavar="URL", default=default(None), help=REDIS_URL_HELP)
-    parser.add_argument(
-        "--prefix", default=default("cronlock"), help="key prefix (default: cronlock)"
-    )
-    parser.add_argument(
-        "--json", action="store_true", default=default(False), help="machine-readable output"
-    )
+    if connection:
+        parser.add_argument(
+            "--redis-url", metavar="URL", default=default(None), help=REDIS_URL_HELP
+        )
+        parser.add_argument("--prefix", default=default(None), help=PREFIX_HELP)
+        parser.add_argument(
+            "--json", action="store_true", default=default(False), help="machine-readable output"
+        )
     parser.add_argument(
         "-v",
         "--verbose",

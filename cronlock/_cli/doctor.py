@@ -8,6 +8,7 @@ from typing import Any
 from cronlock._cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     add_global_options,
     connect,
     emit_json,
@@ -25,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="check the Redis server (version, eviction, clock, persistence, ACL, ...)",
         description=(
             "Run the server checks of cronlock.doctor.check_server and print one "
-            "pass/warn/fail line each. Exits 1 if any check fails, else 0."
+            "pass/warn/fail line each. Exits 69 when the server cannot be reached, 1 if "
+            "any other check fails, else 0."
         ),
     )
     add_global_options(parser, suppress=True)
@@ -41,13 +43,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the checks; 1 if any failed."""
+    """Print the checks; 69 if the server is unreachable, 1 if any check failed."""
     client: Any = connect(args)
     try:
         checks = check_server(client, prefix=args.prefix, clock_tolerance=args.clock_tolerance)
     finally:
         client.close()
     status = worst_status(checks)
+    unreachable = any(c.name == "reachable" and c.status == "fail" for c in checks)
     if args.json:
         emit_json(
             {
@@ -60,4 +63,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         rows = [(c.status, c.name, c.detail) for c in checks]
         print(render_table(["STATUS", "CHECK", "DETAIL"], rows))
+    if unreachable:
+        return EXIT_UNAVAILABLE
     return EXIT_FAILURE if status == "fail" else EXIT_OK

@@ -96,7 +96,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="exit status when the lock is held elsewhere (default: %(default)s)",
     )
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND [ARGS...]")
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND [ARGS...]",
+        help="what to run, after --; started directly, not through a shell",
+    )
     parser.set_defaults(handler=run)
 
 

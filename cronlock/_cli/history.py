@@ -12,7 +12,7 @@ from cronlock._cli._common import (
     emit_json,
     render_table,
 )
-from cronlock._cli._ops import admin_for, short, when
+from cronlock._cli._ops import admin_for, hint_elsewhere, short, when
 from cronlock.errors import ConfigurationError
 from cronlock.history import HistoryEntry
 
@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
             entries = sorted(entries, key=lambda e: e.id, reverse=True)[: args.limit]
     except (ConfigurationError, TypeError) as error:
         raise CliError(str(error), EXIT_USAGE) from None
+    if not entries:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json([e.as_dict() for e in entries])
         return EXIT_OK

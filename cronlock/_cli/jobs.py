@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cronlock._cli._common import EXIT_OK, add_global_options, emit_json, render_table
-from cronlock._cli._ops import admin_for, ago, short, when
+from cronlock._cli._ops import admin_for, ago, hint_elsewhere, short, when
 from cronlock.admin import JobStatus
 
 NAME = "jobs"
@@ -37,7 +37,10 @@ def state(job: JobStatus) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON)."""
-    jobs = admin_for(args).jobs()
+    admin = admin_for(args)
+    jobs = admin.jobs()
+    if not jobs:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json([j.as_dict() for j in jobs])
         return EXIT_OK

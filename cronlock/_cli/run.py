@@ -30,17 +30,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run a CronRunner in the foreground (module:attr)",
         description=(
             "Import MODULE, take ATTR (a CronRunner, or a callable returning one), start it "
-            "and run until SIGTERM/SIGINT, then stop gracefully. The runner's own client and "
-            "prefix are used (--redis-url/--prefix are ignored). Exits 2 when the target "
-            "cannot be imported or is not a runner."
+            "and run until SIGTERM/SIGINT, then stop gracefully. The runner was built with "
+            "its Redis client and prefix, so this command takes no --redis-url, --prefix "
+            "or --json. Exits 2 when the target cannot be imported or is not a runner."
         ),
     )
-    add_global_options(parser, suppress=True)
-    parser.add_argument("target", metavar="MODULE:ATTR")
+    add_global_options(parser, suppress=True, connection=False)
     parser.add_argument(
-        "--stop-timeout", type=float, default=30.0, help="seconds to await running handlers"
+        "target",
+        metavar="MODULE:ATTR",
+        help="e.g. myapp.jobs:runner; ATTR may be a factory returning the runner",
     )
-    parser.set_defaults(handler=run)
+    parser.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, wait this long for running handlers (default: %(default)s)",
+    )
+    parser.set_defaults(handler=run, resolve_prefix=False)
 
 
 def load(target: str) -> CronRunner:
@@ -66,8 +74,28 @@ def load(target: str) -> CronRunner:
     return obj
 
 
+def refuse_connection_options(args: argparse.Namespace) -> None:
+    """Usage error for ``cronlock --prefix P run ...``: the runner would not use them."""
+    given = [
+        option
+        for option, value in (
+            ("--redis-url", args.redis_url),
+            ("--prefix", args.prefix),
+            ("--json", args.json or None),
+        )
+        if value is not None
+    ]
+    if given:
+        raise CliError(
+            f"{' and '.join(given)} given, but `run` does not use it: the runner in "
+            f"{args.target} brings its own Redis client and prefix (set them where it is built)",
+            EXIT_USAGE,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Start the runner; stop it on SIGTERM/SIGINT."""
+    refuse_connection_options(args)
     if args.verbose <= 0:
         logging.getLogger("cronlock").setLevel(logging.INFO)
     runner = load(args.target)

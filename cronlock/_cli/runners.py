@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cronlock._cli._common import EXIT_OK, add_global_options, emit_json, render_table
-from cronlock._cli._ops import admin_for, ago
+from cronlock._cli._ops import admin_for, ago, hint_elsewhere
 
 NAME = "runners"
 
@@ -23,7 +23,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON)."""
-    runners = admin_for(args).runners()
+    admin = admin_for(args)
+    runners = admin.runners()
+    if not runners:
+        hint_elsewhere(args, admin, runners_here=0)
     if args.json:
         emit_json([r.as_dict() for r in runners])
         return EXIT_OK

@@ -15,7 +15,8 @@ from cronlock._cli._common import (
     emit_json,
     render_table,
 )
-from cronlock._cli._ops import admin_for, short
+from cronlock._cli._ops import admin_for, hint_elsewhere, short
+from cronlock.options import OPTIONS, JobOption
 
 NAME = "schedule"
 
@@ -43,19 +44,37 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     add_global_options(add, suppress=True)
-    add.add_argument("task", metavar="TASK")
-    add.add_argument("--cron", metavar="EXPR")
-    add.add_argument("--interval", type=float, metavar="SECONDS")
+    add.add_argument(
+        "task", metavar="TASK", help="the name a handler was registered with: @runner.task(TASK)"
+    )
+    add.add_argument(
+        "--cron", metavar="EXPR", help='run at the times of a cron expression, e.g. "0 3 * * *"'
+    )
+    add.add_argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="run every SECONDS, on a grid counted from the UTC epoch",
+    )
     add.add_argument("--timezone", default="UTC", metavar="TZ", help="for --cron (default UTC)")
     add.add_argument("--payload", metavar="JSON", help="JSON value passed as ctx.payload")
-    add.add_argument("--id", dest="schedule_id", metavar="ID", help="default: TASK-<random>")
-    add.add_argument("--ttl", type=float, metavar="SECONDS")
-    add.add_argument("--overlap", choices=("skip", "allow", "replace"))
-    add.add_argument("--max-attempts", type=int)
-    add.add_argument("--catch-up", type=float, metavar="SECONDS")
-    add.add_argument("--jitter", type=float, metavar="SECONDS")
-    add.add_argument("--retries", type=int)
-    add.add_argument("--timeout", type=float, metavar="SECONDS", help="cancel a run after this")
+    add.add_argument(
+        "--id",
+        dest="schedule_id",
+        metavar="ID",
+        help="the schedule's id, also the job key of its runs; an existing one is replaced "
+        "(default: TASK-<random>)",
+    )
+    for option in OPTIONS:  # one flag per option a dynamic schedule may set
+        if option.dynamic:
+            add.add_argument(
+                f"--{option.name.replace('_', '-')}",
+                dest=option.name,
+                type=option.cli_type,
+                choices=option.choices or None,
+                metavar=None if option.choices else _metavar(option),
+                help=_help(option),
+            )
     add.set_defaults(handler=run_add)
 
     listing = sub.add_parser("list", help="list schedules")
@@ -64,8 +83,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     remove = sub.add_parser("remove", help="remove a schedule (exit 1 if there is none)")
     add_global_options(remove, suppress=True)
-    remove.add_argument("schedule_id", metavar="ID")
+    remove.add_argument("schedule_id", metavar="ID", help="the id `schedule list` shows")
     remove.set_defaults(handler=run_remove)
+
+
+def _metavar(option: JobOption) -> str:
+    return "SECONDS" if option.cli_type is float else "N"
+
+
+def _help(option: JobOption) -> str:
+    """The option's meaning and its default, from the option table."""
+    if option.runner_default:
+        return f"{option.help} (default: the runner's, {option.default})"
+    if option.default is None:
+        return option.help
+    return f"{option.help} (default {option.default:g})"
 
 
 def run_add(args: argparse.Namespace) -> int:
@@ -85,13 +117,7 @@ def run_add(args: argparse.Namespace) -> int:
             timezone=args.timezone,
             payload=payload,
             schedule_id=args.schedule_id,
-            ttl=args.ttl,
-            overlap=args.overlap,
-            max_attempts=args.max_attempts,
-            catch_up=args.catch_up,
-            jitter=args.jitter,
-            retries=args.retries,
-            timeout=args.timeout,
+            **{o.name: getattr(args, o.name) for o in OPTIONS if o.dynamic},
         )
     except (ValueError, TypeError) as error:  # ConfigurationError is a ValueError
         raise CliError(str(error), EXIT_USAGE) from None
@@ -99,12 +125,16 @@ def run_add(args: argparse.Namespace) -> int:
         emit_json(spec.as_dict())
     else:
         print(f"added schedule {spec.id}: task {spec.task}, {spec.describe()}")
+    hint_elsewhere(args, admin)  # stored, but no runner under this prefix will run it
     return EXIT_OK
 
 
 def run_list(args: argparse.Namespace) -> int:
     """Print every schedule."""
-    specs = admin_for(args).list_schedules()
+    admin = admin_for(args)
+    specs = admin.list_schedules()
+    if not specs:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json([s.as_dict() for s in specs])
     elif not specs:
@@ -119,7 +149,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_remove(args: argparse.Namespace) -> int:
     """Delete one schedule; 1 when it did not exist."""
-    removed = admin_for(args).remove_schedule(args.schedule_id)
+    admin = admin_for(args)
+    removed = admin.remove_schedule(args.schedule_id)
+    if not removed:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json({"removed": removed, "id": args.schedule_id})
     else:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from cronlock._cli._common import EXIT_FAILURE, EXIT_OK, add_global_options, emit_json
-from cronlock._cli._ops import admin_for
+from cronlock._cli._ops import admin_for, hint_elsewhere
 
 NAME = "status"
 
@@ -17,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="summary: live runners, jobs, paused, running, failing",
         description=(
             "Print counts over the fleet under --prefix. Exits 1 when no runner is alive "
-            "or a job's latest run(s) failed, so it can back a monitoring check."
+            "or a job's latest run(s) failed, so it can back a monitoring check; stderr "
+            "says which (and names other prefixes that have runners)."
         ),
     )
     add_global_options(parser, suppress=True)
@@ -25,8 +27,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the summary; 1 when nothing runs or something fails."""
-    status = admin_for(args).status()
+    """Print the summary; 1 when nothing runs or something fails (and say which on stderr)."""
+    admin = admin_for(args)
+    status = admin.status()
     if args.json:
         emit_json(status.as_dict())
     else:
@@ -38,4 +41,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"running now:      {status.running}")
         print(f"failing:          {status.failing}")
         print(f"dynamic schedules: {status.schedules}")
+    if status.runners == 0 and not hint_elsewhere(args, admin, runners_here=0):
+        print(f"cronlock {NAME}: no live runner under prefix {args.prefix!r}", file=sys.stderr)
+    if status.failing:
+        print(
+            f"cronlock {NAME}: {status.failing} job(s) failing (see: cronlock jobs)",
+            file=sys.stderr,
+        )
     return EXIT_FAILURE if status.runners == 0 or status.failing else EXIT_OK

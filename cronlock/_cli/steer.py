@@ -12,7 +12,7 @@ from cronlock._cli._common import (
     add_global_options,
     emit_json,
 )
-from cronlock._cli._ops import admin_for
+from cronlock._cli._ops import admin_for, hint_elsewhere
 from cronlock.errors import ConfigurationError
 
 
@@ -32,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             ),
         )
         add_global_options(parser, suppress=True)
-        parser.add_argument("key", nargs="?", metavar="KEY")
+        parser.add_argument(
+            "key", nargs="?", metavar="KEY", help="the job's key (see: cronlock jobs)"
+        )
         parser.add_argument("--all", action="store_true", help="every registered job")
         parser.set_defaults(handler=run_pause if name == "pause" else run_resume)
     parser = subparsers.add_parser(
@@ -46,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     add_global_options(parser, suppress=True)
-    parser.add_argument("key", metavar="KEY")
+    parser.add_argument("key", metavar="KEY", help="the job's key (see: cronlock jobs)")
     parser.add_argument("--force", action="store_true", help="ignore pause and overlap")
     parser.set_defaults(handler=run_trigger)
 
@@ -58,6 +60,8 @@ def _steer(args: argparse.Namespace, pause: bool) -> int:
     verb = "paused" if pause else "resumed"
     if args.all:
         count = admin.pause_all() if pause else admin.resume_all()
+        if not count:
+            hint_elsewhere(args, admin)
         if args.json:
             emit_json({verb: count, "all": True})
         else:
@@ -70,6 +74,8 @@ def _steer(args: argparse.Namespace, pause: bool) -> int:
     except (ConfigurationError, TypeError) as error:
         raise CliError(str(error), EXIT_USAGE) from None
     known = any(j.key == args.key for j in admin.jobs())
+    if not known:
+        hint_elsewhere(args, admin)
     if args.json:
         emit_json({verb: args.key, "registered": known})
     else:
@@ -93,6 +99,7 @@ def run_trigger(args: argparse.Namespace) -> int:
     try:
         request = admin.trigger(args.key, force=args.force)
     except KeyError as error:
+        hint_elsewhere(args, admin)
         raise CliError(str(error.args[0]), EXIT_FAILURE) from None
     except (ConfigurationError, TypeError) as error:
         raise CliError(str(error), EXIT_USAGE) from None

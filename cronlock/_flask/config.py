@@ -6,23 +6,25 @@ import os
 from typing import Any, Optional
 
 import click
-import redis
 from flask import Flask
 
 from cronlock._autostart import Framework, Process, at_exit, decide, stop_at_exit
+from cronlock._redisurl import client_from_url
 from cronlock.errors import ConfigurationError
+from cronlock.options import RUNNER_DEFAULTS
 
-#: Every configuration key the extension reads, with its default.
+#: Every configuration key the extension reads, with its default (the job defaults are
+#: the option table's, `cronlock.options.RUNNER_DEFAULTS`).
 DEFAULTS: dict[str, Any] = {
     "CRONLOCK_REDIS_URL": None,
     "CRONLOCK_REDIS_OPTIONS": {"socket_timeout": 10, "socket_connect_timeout": 5},
     "CRONLOCK_PREFIX": "cronlock",
-    "CRONLOCK_DEFAULT_TTL": 60,
+    "CRONLOCK_DEFAULT_TTL": RUNNER_DEFAULTS["ttl"],
     "CRONLOCK_TIMEZONE": "UTC",
     "CRONLOCK_AUTOSTART": False,
     "CRONLOCK_MAX_WORKERS": 8,
-    "CRONLOCK_MAX_ATTEMPTS": 3,
-    "CRONLOCK_OVERLAP": "skip",
+    "CRONLOCK_MAX_ATTEMPTS": RUNNER_DEFAULTS["max_attempts"],
+    "CRONLOCK_OVERLAP": RUNNER_DEFAULTS["overlap"],
     "CRONLOCK_AFTER_FORK": "restart",
     "CRONLOCK_STOP_TIMEOUT": 30,
     "CRONLOCK_WAIT_REPLICAS": 0,
@@ -68,4 +70,4 @@ def client_from_config(cfg: Any) -> Any:
             "(e.g. 'redis://localhost:6379/0') or pass CronLock(client=...)"
         )
     options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {})
-    return redis.Redis.from_url(url, **options)
+    return client_from_url(url, **options)

@@ -16,7 +16,9 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from cronlock._redisurl import SCHEMES, masked
 from cronlock.errors import ConfigurationError
+from cronlock.options import RUNNER_DEFAULTS
 
 __all__ = ["DEFAULTS", "Settings", "SettingsError", "parse_settings"]
 
@@ -27,13 +29,13 @@ DEFAULTS: dict[str, Any] = {
     "STORE_URL": None,
     "REDIS_OPTIONS": {"socket_timeout": 10, "socket_connect_timeout": 5},
     "PREFIX": "cronlock",
-    "DEFAULT_TTL": 60,
+    "DEFAULT_TTL": RUNNER_DEFAULTS["ttl"],
     "TIMEZONE": "UTC",
     "AUTOSTART": True,
     "AUTOSTART_COMMANDS": ("runserver",),
     "MAX_WORKERS": 8,
-    "MAX_ATTEMPTS": 3,
-    "OVERLAP": "skip",
+    "MAX_ATTEMPTS": RUNNER_DEFAULTS["max_attempts"],
+    "OVERLAP": RUNNER_DEFAULTS["overlap"],
     "AFTER_FORK": "restart",
     "STOP_TIMEOUT": 30,
     "WAIT_REPLICAS": 0,
@@ -46,7 +48,6 @@ DEFAULTS: dict[str, Any] = {
 _NOT_HERE = {
     "API_TOKEN": "the Django views use Django's own login: see 'PERMISSION'",
 }
-_SCHEMES = ("redis", "rediss", "unix")
 
 
 class SettingsError(ConfigurationError, ImproperlyConfigured):
@@ -92,7 +93,8 @@ def _url(values: Mapping[str, Any]) -> str:
     if redis_url and store_url and redis_url != store_url:
         raise SettingsError(
             "settings.CRONLOCK sets both 'REDIS_URL' and 'STORE_URL' to different URLs "
-            f"({redis_url!r}, {store_url!r}): they are two names for one setting; keep one"
+            f"({masked(str(redis_url))!r}, {masked(str(store_url))!r}): they are two names "
+            "for one setting; keep one"
         )
     key = "REDIS_URL" if redis_url else "STORE_URL"
     url = redis_url or store_url
@@ -104,11 +106,11 @@ def _url(values: Mapping[str, Any]) -> str:
     if not isinstance(url, str):
         raise _fail(key, f"must be a URL string; got {url!r}")
     scheme = urlsplit(url).scheme
-    if scheme not in _SCHEMES:
+    if scheme not in SCHEMES:
         raise _fail(
             key,
-            f"unsupported scheme {scheme!r} in {url!r}: cronlock.django keeps its state in "
-            f"Redis ({', '.join(s + '://' for s in _SCHEMES)})",
+            f"unsupported scheme {scheme!r} in {masked(url)!r}: cronlock.django keeps its "
+            f"state in Redis or Valkey ({', '.join(s + '://' for s in SCHEMES)})",
         )
     return url
 

@@ -6,13 +6,13 @@ import functools
 import logging
 import weakref
 
-import redis
 from django.apps import AppConfig
 from django.conf import settings
 from django.utils.module_loading import autodiscover_modules
 
 from cronlock import gunicorn as _gunicorn
 from cronlock._autostart import at_exit, stop_at_exit
+from cronlock._redisurl import client_from_url
 from cronlock.django import runner as project
 from cronlock.django._process import should_autostart
 from cronlock.django._settings import Settings, SettingsError, parse_settings
@@ -62,7 +62,7 @@ def make_runner(config: Settings) -> CronRunner:
     """The runner ``config`` describes; SettingsError naming the key for a bad value."""
     _check_job_defaults(config)
     try:
-        client = redis.Redis.from_url(config.url, **config.redis_options)
+        client = client_from_url(config.url, **config.redis_options)
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"settings.CRONLOCK: cannot make a Redis client: {exc}") from exc
     try:

@@ -6,11 +6,12 @@ errors <- clock <- schedules (pure) <- scripts/keys <- lock <- runner <- flask /
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import procs
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cronlock"
 
@@ -67,5 +68,7 @@ def test_only_front_ends_import_the_cli(module: str) -> None:
 def test_importing_cronlock_starts_no_thread() -> None:
     """The library never starts threads at import."""
     code = "import threading, cronlock; print(threading.active_count())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = procs.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.strip() == "1"

@@ -15,13 +15,13 @@ runtime modules are asserted absent.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 import cronlock
+from tests import procs
 
 REPO = str(Path(cronlock.__file__).resolve().parent.parent)
 RUNTIME = ("redis", "threading", "cronlock.runner", "cronlock.lock", "cronlock.clock")
@@ -39,8 +39,13 @@ def _loaded_after(code: str) -> set[str]:
     paths = [REPO, *[p for p in sys.path if p and "site-packages" in p]]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     script = PRELUDE + code + "\nprint(','.join(sorted(sys.modules)))"
-    out = subprocess.run(
-        [sys.executable, "-S", "-c", script], capture_output=True, text=True, check=True, env=env
+    out = procs.run(
+        [sys.executable, "-S", "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=60,
     )
     return set(out.stdout.strip().split(","))
 
@@ -56,6 +61,7 @@ def test_importing_schedule_modules_loads_neither_redis_nor_threading(module: st
         "cronlock.schedules",
         "cronlock._every",
         "cronlock._cron",
+        "cronlock._durations",  # seconds_to_ms, shared with the lock and the runner
         "cronlock.errors",
     }
 
