@@ -3,7 +3,8 @@
 Every command of [`cronlock.cli`][cronlock.cli] (``status``, ``jobs``, ``runners``,
 ``history``, ``pause``, ``resume``, ``trigger``, ``schedule``, ``locks``, ``doctor``,
 ``next``, ``exec``...) gets ``--redis-url`` and ``--prefix`` from ``settings.CRONLOCK``;
-an explicit ``--redis-url`` or ``--prefix`` after the command still wins.
+an explicit ``--redis-url`` or ``--prefix`` after the command still wins (``run``
+takes neither: the runner it runs was made from the settings).
 ``manage.py cronlock run`` (no target) runs the project's own runner in the foreground,
 a worker process for the jobs (with ``AUTOSTART`` off in the web processes, say).
 The exit status is the CLI's.
@@ -28,8 +29,11 @@ def cli_argv(args: list[str]) -> list[str]:
     """The ``cronlock`` argv for ``manage.py cronlock <args>``: settings first, then ``args``."""
     config = parse_settings(getattr(settings, "CRONLOCK", None))
     args = list(args)
-    if args and args[0] == "run" and (len(args) == 1 or args[1].startswith("-")):
-        args.insert(1, PROJECT_RUNNER)
+    if args and args[0] == "run":
+        # `run` takes no connection options: the runner it loads brings its own.
+        if len(args) == 1 or args[1].startswith("-"):
+            args.insert(1, PROJECT_RUNNER)
+        return args
     return ["--redis-url", config.url, "--prefix", config.prefix, *args]
 
 
