@@ -135,7 +135,7 @@ class ProjectRunner:
     ) -> Optional[Job]:
         """Register ``fn`` on ``schedule``; the job handle, or None before Django is ready.
 
-        See [`CronRunner.add_job`][cronlock.runner.CronRunner.add_job].
+        See [`Registrar.add_job`][cronlock.registrar.Registrar.add_job].
         """
         wrapped = with_fresh_connections(fn)
         return self._register(  # type: ignore[no-any-return]
@@ -152,7 +152,7 @@ class ProjectRunner:
     ) -> Callable[[F], F]:
         """Decorator: run at each time ``expression`` matches (``timezone``: the setting's).
 
-        See [`CronRunner.cron`][cronlock.runner.CronRunner.cron]; returns the function unchanged.
+        See [`Registrar.cron`][cronlock.registrar.Registrar.cron]; returns the function unchanged.
         """
 
         def decorate(fn: F) -> F:
