@@ -34,7 +34,14 @@ from cronlock.options import JobOptions, check_option_names, parse_options
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 from cronlock.schedules._every import Every
 
-__all__ = ["JobSpec", "Registrar", "add_task_handler", "default_key", "make_caller"]
+__all__ = [
+    "JobSpec",
+    "Registrar",
+    "add_task_handler",
+    "default_key",
+    "duplicate_key_error",
+    "make_caller",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 HandleT = TypeVar("HandleT")
@@ -69,6 +76,22 @@ def make_caller(
         return fn  # type: ignore[no-any-return]
     raise ConfigurationError(
         f"handler {fn!r} must take no arguments or one JobContext; it requires {required}"
+    )
+
+
+def duplicate_key_error(key: str, where: str) -> ConfigurationError:
+    """The error of a second registration under a taken key, saying how to tell them apart.
+
+    Args:
+        key: the key.
+        where: the host, e.g. `"in this runner"`.
+    """
+    return ConfigurationError(
+        f"a job with key {key!r} is already registered {where}. A key defaults to the "
+        "handler's module.qualname, so each registration of one function needs its own "
+        'key=..., e.g. runner.every(10, key="send-alice").minutes.do(send, "alice") and '
+        'runner.every(10, key="send-bob").minutes.do(send, "bob"), or '
+        '@runner.interval(60, key="sync-eu")'
     )
 
 
@@ -280,8 +303,15 @@ class Registrar(abc.ABC, Generic[HandleT]):
         schedule = OnceSchedule(when)
         return self._decorator(lambda key: schedule, options)
 
-    def every(self, interval: int = 1) -> Every:
-        """The `schedule` DSL: `every(10).minutes.do(fn)` (see `cronlock.schedules._every`)."""
+    def every(self, interval: Any = 1, **options: Any) -> Every:
+        """The `schedule` DSL: `every(10, key="report").minutes.do(fn, *args, **kwargs)`.
+
+        `options` are the job options of every registration call (`key`, `ttl`, ...; an
+        unknown name is refused here, a bad value at `.do()`); the arguments of
+        `.do(fn, *args, **kwargs)` go to `fn`. The translation into shared slots is in
+        `cronlock.schedules._every`.
+        """
+        check_option_names(options)
 
         def register(
             schedule: Schedule,
@@ -290,7 +320,7 @@ class Registrar(abc.ABC, Generic[HandleT]):
             kwargs: dict[str, Any],
             tags: Any,
         ) -> HandleT:
-            return self.add_job(fn, schedule, args=args, kwargs=kwargs, tags=tags)
+            return self.add_job(fn, schedule, args=args, kwargs=kwargs, tags=tags, **options)
 
         return Every(interval, register, clock=self._registration_time())
 
