@@ -232,7 +232,7 @@ def test_dynamic_schedules_and_the_cli_set_the_dynamic_options() -> None:
 
 def test_the_registration_calls_are_defined_once() -> None:
     """CronRunner and CronLock inherit every registration call from Registrar."""
-    for name in ("add_job", "cron", "interval", "at", "every", "task"):
+    for name in ("add_job", "cron", "interval", "at", "every", "register", "task"):
         assert getattr(CronRunner, name) is getattr(Registrar, name)
         assert getattr(CronLock, name) is getattr(Registrar, name)
 
