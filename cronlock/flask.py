@@ -56,7 +56,13 @@ from cronlock._flask.config import (
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
 from cronlock.job import Job
-from cronlock.registrar import JobSpec, Registrar, add_task_handler, make_caller
+from cronlock.registrar import (
+    JobSpec,
+    Registrar,
+    add_task_handler,
+    duplicate_key_error,
+    make_caller,
+)
 from cronlock.runner import CronRunner
 
 logger = logging.getLogger(__name__)
@@ -243,10 +249,7 @@ class CronLock(Registrar[Optional[Job]]):
         """
         spec.job_options()
         if spec.key in self._specs:
-            raise ConfigurationError(
-                f"a job with key {spec.key!r} is already registered on this extension; "
-                "pass a distinct key=..."
-            )
+            raise duplicate_key_error(spec.key, "on this extension")
         self._specs[spec.key] = spec
         jobs = [self._attach(app, state, spec) for app, state in self._live_apps()]
         return jobs[0] if len(jobs) == 1 else None

@@ -49,7 +49,7 @@ from cronlock.errors import ConfigurationError
 from cronlock.health import Health, check_health
 from cronlock.job import Job
 from cronlock.options import RUNNER_DEFAULTS, parse_options
-from cronlock.registrar import JobSpec, Registrar
+from cronlock.registrar import JobSpec, Registrar, duplicate_key_error
 
 logger = logging.getLogger("cronlock")
 
@@ -186,10 +186,7 @@ class CronRunner(Registrar[Job], SchedulerLoop):
         job_options = parse_options(spec.key, spec.schedule, spec.options, self._defaults)
         with self._cond:
             if spec.key in self._jobs:
-                raise ConfigurationError(
-                    f"a job with key {spec.key!r} is already registered in this runner; "
-                    "pass a distinct key=..."
-                )
+                raise duplicate_key_error(spec.key, "in this runner")
             job = Job(
                 self,
                 spec.key,
