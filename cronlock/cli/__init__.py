@@ -5,7 +5,8 @@ Commands:
 ```text
 cronlock next EXPRESSION [--timezone TZ] [--count N] [--after ISO]
 cronlock doctor [--clock-tolerance S]
-cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S] -- COMMAND [ARGS...]
+cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S]
+              [--slot EXPR [--slot-grace S] [--timezone TZ]] -- COMMAND [ARGS...]
 cronlock locks [KEY]
 cronlock demo [--duration S] [--replicas N] [--no-kill]
 cronlock status | jobs | runners | history [KEY] [--limit N]
@@ -29,7 +30,8 @@ Exit codes:
 | 2        | usage error: bad option, expression, timezone, or no Redis URL given             |
 | 69       | Redis could not be reached (doctor too; exec: the command was not run)           |
 | 70       | an unexpected error inside cronlock (a bug: please report it)                    |
-| 75       | exec: the lock is held by another owner; the command was not run                 |
+| 75       | exec: the lock is held by another owner, or (``--slot``) the occurrence was      |
+|          | already claimed or is past its grace; the command was not run                    |
 | 76       | exec: the lock was lost while the command ran; it was sent SIGTERM               |
 | 126, 127 | exec: the command could not be executed / was not found                          |
 | 128+N    | exec: the command was killed by signal N                                         |

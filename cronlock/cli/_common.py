@@ -18,7 +18,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: Redis could not be reached
 EXIT_SOFTWARE = 70  # sysexits EX_SOFTWARE: a bug in cronlock (please report)
-EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: the lock is held elsewhere; try again later
+EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: held elsewhere (or occurrence claimed); not run
 EXIT_LOCK_LOST = 76  # exec: the lock was lost while the command ran; it was sent SIGTERM
 EXIT_NOT_EXECUTABLE = 126  # exec: COMMAND exists but cannot be run (as in sh)
 EXIT_NOT_FOUND = 127  # exec: COMMAND not found (as in sh)
@@ -30,7 +30,11 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("2", "usage error: bad option, expression, timezone, or no Redis URL given"),
     ("69", "Redis could not be reached (doctor too; exec: the command was not run)"),
     ("70", "an unexpected error inside cronlock (a bug: please report it)"),
-    ("75", "exec: the lock is held by another owner; the command was not run"),
+    (
+        "75",
+        "exec: the lock is held by another owner, or (--slot) the occurrence was already "
+        "claimed or is past its grace; the command was not run",
+    ),
     ("76", "exec: the lock was lost while the command ran; it was sent SIGTERM"),
     ("126/127", "exec: the command could not be executed / was not found"),
     ("128+N", "exec: the command was killed by signal N"),

@@ -12,6 +12,11 @@ background every ttl/3). Timeline of one run:
 5. the child exits -> release KEY -> exit with the child's status (128+N for signal N)
 ```
 
+With ``--slot EXPR`` the command runs at most once per occurrence of a cron expression
+across hosts, not merely one host at a time (`cronlock.cli._exec_slot`): before step 2,
+the occurrence due now is claimed under the lock; one already claimed, or past
+``--slot-grace``, exits 75 without running the command.
+
 Ctrl-C at a terminal already reaches the child (it shares the foreground process group),
 so SIGINT is not forwarded a second time while cronlock is the terminal's foreground
 job. If cronlock itself is SIGKILLed, the child keeps running and the lock lapses after
@@ -34,6 +39,7 @@ import redis
 
 from cronlock._validate import check_key, seconds_to_ms
 from cronlock.cli._common import (
+    EXIT_FAILURE,
     EXIT_LOCK_LOST,
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -44,8 +50,10 @@ from cronlock.cli._common import (
     add_global_options,
     connect,
 )
+from cronlock.cli._exec_slot import SlotClaim, SlotPlan, add_slot_options, plan_of
+from cronlock.clock import SystemClock
 from cronlock.errors import ConfigurationError, LockLost, LockNotAcquired
-from cronlock.lock import redis_lock
+from cronlock.lock import RedisLock, redis_lock
 
 NAME = "exec"
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -61,9 +69,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Run COMMAND only while holding the Redis lock KEY, renewed while it runs. "
             "Exits with COMMAND's status; 75 (or --conflict-exit-code) without running it "
             "when another host holds the lock; 76 when the lock was lost while it ran "
-            "(COMMAND gets SIGTERM, then SIGKILL after --grace)."
+            "(COMMAND gets SIGTERM, then SIGKILL after --grace). With --slot EXPR, COMMAND "
+            "runs once per occurrence of the cron expression across hosts: a host that finds "
+            "the occurrence already claimed, or starts more than --slot-grace after it, "
+            "exits 75 without running it."
         ),
-        usage="%(prog)s --key KEY --ttl SECONDS [--wait S] [options] -- COMMAND [ARGS...]",
+        usage="%(prog)s --key KEY --ttl SECONDS [--wait S] [--slot EXPR] [options] "
+        "-- COMMAND [ARGS...]",
     )
     add_global_options(parser, suppress=True)
     parser.add_argument("--key", required=True, help="the lock's name, shared by all hosts")
@@ -94,8 +106,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=EXIT_TEMPFAIL,
         metavar="N",
-        help="exit status when the lock is held elsewhere (default: %(default)s)",
+        help="exit status when the lock is held elsewhere, or (--slot) the occurrence "
+        "was claimed or is past its grace (default: %(default)s)",
     )
+    add_slot_options(parser)
     parser.add_argument(
         "command",
         nargs=argparse.REMAINDER,
@@ -125,9 +139,12 @@ def _terminal_foreground() -> bool:
 class _Supervisor:
     """Starts the child, forwards signals to it, and watches the lock."""
 
-    def __init__(self, command: list[str], grace: float) -> None:
+    def __init__(
+        self, command: list[str], grace: float, env: Optional[dict[str, str]] = None
+    ) -> None:
         self.command = command
         self.grace = grace
+        self.env = env
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.pending: list[int] = []
         self.skip_sigint = _terminal_foreground()
@@ -146,7 +163,7 @@ class _Supervisor:
     def run(self, lock: Any) -> int:
         """Run the child to its end; its status, or 76 if the lock was lost meanwhile."""
         try:
-            self.proc = subprocess.Popen(self.command)
+            self.proc = subprocess.Popen(self.command, env=self.env)
         except FileNotFoundError:
             _stderr(f"{self.command[0]}: command not found")
             return EXIT_NOT_FOUND
@@ -200,32 +217,81 @@ def command_of(args: argparse.Namespace) -> list[str]:
     return command
 
 
-def run(args: argparse.Namespace) -> int:
-    """Acquire, run the child, release; see the module docstring for exit statuses."""
-    command = command_of(args)
+class _Refused(Exception):
+    """With ``--slot``: this host does not run the occurrence (why is the message).
+
+    ``code`` None exits with ``--conflict-exit-code``; a record cronlock did not write is
+    an error (1), so that ``--conflict-exit-code 0`` cannot hide it.
+    """
+
+    def __init__(self, reason: str, code: Optional[int] = None) -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+def _checked_plan(args: argparse.Namespace, clock: SystemClock) -> Optional[SlotPlan]:
+    """Check every option before anything is sent; the ``--slot`` plan, if any."""
     try:
         check_key(args.key, "--key")
         seconds_to_ms(args.ttl, "--ttl")
         if args.wait is not None:
             seconds_to_ms(args.wait, "--wait", allow_zero=True)
+        return plan_of(args, int(clock.time() * 1000))
     except (ConfigurationError, TypeError) as error:
         raise CliError(str(error), EXIT_USAGE) from None
+
+
+def _due(plan: Optional[SlotPlan], clock: SystemClock) -> None:
+    """Raise `_Refused` if the plan's occurrence is past its grace (or there is none)."""
+    late = None if plan is None else plan.late(int(clock.time() * 1000))
+    if late is not None:
+        raise _Refused(late)
+
+
+def _claim(plan: SlotPlan, client: Any, lock: RedisLock, clock: SystemClock) -> None:
+    """Claim the plan's occurrence under ``lock``, or raise `_Refused`."""
+    _due(plan, clock)  # again: --wait may have taken long
+    word, detail = plan.claim(client, lock.token)
+    refused = plan.refusal(word, detail)
+    if refused is not None:
+        raise _Refused(refused, EXIT_FAILURE if word is SlotClaim.CORRUPT else None)
+
+
+def _not_run(refused: Exception, args: argparse.Namespace) -> tuple[int, str]:
+    """The exit status and the reason for a command not run (lock held, --slot refused)."""
+    if isinstance(refused, _Refused) and refused.code is not None:
+        return refused.code, str(refused)
+    if isinstance(refused, LockNotAcquired):
+        return int(args.conflict_exit_code), f"lock {args.key!r} is held by another owner"
+    return int(args.conflict_exit_code), str(refused)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Acquire, run the child, release; see the module docstring for exit statuses."""
+    command = command_of(args)
+    clock = SystemClock()
+    plan = _checked_plan(args, clock)
     client = connect(args, socket_timeout=max(10.0, args.ttl))
-    supervisor = _Supervisor(command, args.grace)
+    env = None if plan is None else {**os.environ, "CRONLOCK_SLOT": plan.occurrence}
+    supervisor = _Supervisor(command, args.grace, env)
     previous = {s: signal.signal(s, _interrupt) for s in FORWARDED}
     status: Optional[int] = None
     try:
+        _due(plan, clock)  # a late firing does not even ask for the lock
         lock = redis_lock(
             client, args.key, args.ttl, wait=args.wait, renew=True, prefix=args.prefix
         )
         with lock:
+            if plan is not None:
+                _claim(plan, client, lock, clock)
             for s in FORWARDED:
                 signal.signal(s, supervisor.on_signal)
             # Kept installed through the release: a late signal reaches a dead child (no-op).
             status = supervisor.run(lock)
-    except LockNotAcquired:
-        _stderr(f"lock {args.key!r} is held by another owner; not running {command[0]}")
-        return int(args.conflict_exit_code)
+    except (LockNotAcquired, _Refused) as refused:
+        code, reason = _not_run(refused, args)
+        _stderr(f"{reason}; not running {command[0]}")
+        return code
     except LockLost:
         return EXIT_LOCK_LOST
     except _Interrupted as stop:

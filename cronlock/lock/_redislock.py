@@ -6,6 +6,7 @@ import logging
 import os
 import secrets
 import threading
+import weakref
 from types import TracebackType
 from typing import Any, Callable, Optional
 
@@ -108,6 +109,7 @@ class RedisLock:
         self._lost_told = False  # the WARNING and on_lost are done: ``lost`` may be set
         self._lost_event: Optional[threading.Event] = None
         self._renewal: Optional[Renewal] = None
+        self._hold: Optional[_Hold] = None  # the renewing hold, told when it ends
         #: The random token of the current (or last) hold; "" before the first acquire.
         self.token = ""
         #: The fencing token of the current (or last) hold; 0 before the first acquire.
@@ -187,7 +189,7 @@ class RedisLock:
             self._acquired_at = sent
             self._valid_until = sent + ttl - drift(ttl)
             if self._renew:
-                hold = _Hold(self, self._generation)
+                hold = self._hold = _Hold(self, self._generation)
                 renewal = self._renewal = Renewal(hold, sent + ttl / 3)
         logger.debug("cronlock: acquired lock %r (fencing token %d)", self.key, fence)
         if renewal is not None:
@@ -262,6 +264,7 @@ class RedisLock:
                 return
             self._lost = True  # held is False and check() raises from here on
             generation = self._generation
+            self._end_hold()
         logger.warning(
             "cronlock: lock %r lost: %s (fencing token %d)", self.key, reason, self.fencing_token
         )
@@ -277,6 +280,12 @@ class RedisLock:
             event = self._lost_event
         if event is not None:
             event.set()
+
+    def _end_hold(self) -> None:
+        """Tell the renewing hold it ended (so its renewal knows it was not dropped)."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.ended = True
 
     # -- releasing -------------------------------------------------------------------
 
@@ -307,6 +316,7 @@ class RedisLock:
             self._releasing = True
             token = self.token
             renewal, self._renewal = self._renewal, None
+            self._end_hold()
         if renewal is not None:
             HOLDS.discard(renewal)
         keys = self._keys
@@ -363,37 +373,64 @@ class _Hold:
 
     The renewal's whole view of the lock (`RenewableHold`): what is fixed for the hold is
     copied at the acquire; `live_token()` tells, by the generation number, when it ended.
+    The lock itself is referenced *weakly*: the renewal thread must not keep a handle
+    alive that its owner dropped without releasing, or the key would be renewed for as
+    long as the process lives with nobody able to release it. Once the handle is
+    garbage-collected, `live_token()` is None and `dropped()` True (unless the hold had
+    already ended), so the renewal stops, logs a WARNING and lets the lease lapse.
     """
 
-    __slots__ = ("_generation", "_lock", "acquired_at", "client", "key", "max_hold", "ttl_ms")
+    __slots__ = (
+        "_generation",
+        "_lock",
+        "acquired_at",
+        "client",
+        "ended",
+        "key",
+        "max_hold",
+        "ttl_ms",
+    )
 
     def __init__(self, lock: RedisLock, generation: int) -> None:
-        self._lock = lock
+        self._lock = weakref.ref(lock)
         self._generation = generation
         self.key = lock.key
         self.client = lock._client
         self.ttl_ms = lock._ttl_ms
         self.max_hold = lock._max_hold
         self.acquired_at = lock._acquired_at
+        #: Set (under the lock's state mutex) once the hold is released or lost.
+        self.ended = False
 
     @property
     def valid_until(self) -> float:
-        return self._lock._valid_until
+        lock = self._lock()
+        return 0.0 if lock is None else lock._valid_until
 
     def live_token(self) -> Optional[str]:
-        lock = self._lock
+        lock = self._lock()
+        if lock is None:
+            return None
         with lock._state:
             live = lock._generation == self._generation and lock._held and not lock._releasing
             return lock.token if live and not lock._lost else None
 
+    def dropped(self) -> bool:
+        return not self.ended and self._lock() is None
+
     def remaining(self) -> float:
-        return self._lock.remaining()
+        lock = self._lock()
+        return 0.0 if lock is None else lock.remaining()
 
     def extend(self, token: str, ttl_ms: int) -> bool:
-        return self._lock._extend(token, ttl_ms)
+        lock = self._lock()
+        return lock is not None and lock._extend(token, ttl_ms)
 
     def mark_lost(self, reason: str) -> None:
-        self._lock._mark_lost(reason)
+        lock = self._lock()
+        if lock is not None:
+            lock._mark_lost(reason)
 
     def __repr__(self) -> str:
-        return repr(self._lock)
+        lock = self._lock()
+        return f"<dropped RedisLock {self.key!r}>" if lock is None else repr(lock)

@@ -13,6 +13,11 @@ heap as *one* entry due at its earliest live renewal. So:
 A renewal:
 
 * stops quietly once the hold ends (release, re-acquire: a generation number tells);
+* stops with a WARNING naming the key once the handle was garbage-collected without a
+  release: holds reference their handle weakly (`RenewableHold.dropped`), so a dropped
+  handle's lease lapses on Redis within its ttl instead of being renewed for as long as
+  the process lives (the runner's job leases are held by their running ``Run``, which
+  the shared renewer references strongly, and are not affected);
 * marks the lock lost (WARNING, ``on_lost``) when the script says the key is not ours;
 * on a Redis error, logs a WARNING and retries while the lease may still be valid, and
   marks the lock lost once [`remaining`][cronlock.lock.RedisLock.remaining] reaches 0;
@@ -83,6 +88,13 @@ class RenewableHold(Protocol):
     def live_token(self) -> Optional[str]:
         """The hold's token while it is held, not being released and not lost; else None."""
 
+    def dropped(self) -> bool:
+        """True once the handle was garbage-collected while held (never released nor lost).
+
+        The hold references its handle weakly, so a dropped handle is not kept alive
+        (nor its key renewed forever) by the renewal thread.
+        """
+
     def remaining(self) -> float:
         """Seconds the lease is certainly still valid; 0.0 once ended."""
 
@@ -116,6 +128,7 @@ class Renewal:
         hold = self.hold
         token = hold.live_token()
         if token is None:
+            self._ended()
             return None
         now = monotonic()
         ttl_ms = self._next_ttl_ms(now)
@@ -132,10 +145,23 @@ class Renewal:
         if not ok:
             if hold.live_token() is not None:  # not released meanwhile: really lost
                 hold.mark_lost("renewal found another owner or no key")
+            else:
+                self._ended()
             return None
         if ttl_ms < hold.ttl_ms:  # last renewal before max_hold: report when it ends
             return now + ttl_ms / 1000
         return now + self.interval
+
+    def _ended(self) -> None:
+        """The hold ended: quiet if released or lost, a WARNING if its handle was dropped."""
+        hold = self.hold
+        if hold.dropped():
+            logger.warning(
+                "cronlock: lock %r was garbage-collected while held (never released); "
+                "renewal stopped, the key expires on Redis within its ttl (%g s)",
+                hold.key,
+                hold.ttl_ms / 1000,
+            )
 
     def _failed(self, error: RedisError) -> Optional[float]:
         """Redis could not be asked: retry while the lease may still be valid."""
@@ -143,6 +169,7 @@ class Renewal:
         left = hold.remaining()
         if left <= 0:
             hold.mark_lost(f"renewal failed ({error!r}) until the lease ran out")
+            self._ended()
             return None
         logger.warning(
             "cronlock: renewing lock %r failed (%r); retrying, lease valid %.3f s more",
