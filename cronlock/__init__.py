@@ -6,6 +6,7 @@ private and may change without notice.
 
 from __future__ import annotations
 
+from cronlock._redisurl import client_from_url
 from cronlock._stats import RunnerStatistics
 from cronlock._version import __version__
 from cronlock.admin import Admin
@@ -24,6 +25,7 @@ from cronlock.errors import (
 from cronlock.exclusive import configure, exclusive
 from cronlock.job import Job
 from cronlock.lock import LockInfo, RedisLock, inspect, redis_lock
+from cronlock.marks import at, cron, interval
 from cronlock.runner import CronRunner
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
@@ -53,8 +55,12 @@ __all__ = [
     "Schedule",
     "SystemClock",
     "__version__",
+    "at",
+    "client_from_url",
     "configure",
+    "cron",
     "exclusive",
     "inspect",
+    "interval",
     "redis_lock",
 ]

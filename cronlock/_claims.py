@@ -15,27 +15,29 @@ from redis.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from cronlock._scripts import Script, execute_pipeline, text
+from cronlock.outcomes import ClaimStatus, RunKind, TriggerStatus
 
 CLAIM = Script("job_claim")
 RENEW = Script("job_renew")
 FINISH = Script("job_finish")
 TRIGGER = Script("job_trigger")
 
-WON = "won"
-TAKEN = "taken"
-DONE = "done"
-STALE = "stale"
-BUSY = "busy"
-EXHAUSTED = "exhausted"
-PAUSED = "paused"
-CORRUPT = "corrupt"
+# The claim script's reply words (cronlock.outcomes has one Enum per set of words).
+WON = ClaimStatus.WON
+TAKEN = ClaimStatus.TAKEN
+DONE = ClaimStatus.DONE
+STALE = ClaimStatus.STALE
+BUSY = ClaimStatus.BUSY
+EXHAUSTED = ClaimStatus.EXHAUSTED
+PAUSED = ClaimStatus.PAUSED
+CORRUPT = ClaimStatus.CORRUPT
 
 
 @dataclass(frozen=True)
 class ClaimReply:
     """What the claim script answered; fields not part of a status stay 0 / ""."""
 
-    status: str
+    status: ClaimStatus
     attempt: int = 0
     fence: int = 0
     lease_until_ms: int = 0
@@ -81,14 +83,14 @@ class FinishInfo:
     duration_ms: int = 0
     error_type: str = ""
     traceback: str = ""
-    kind: str = "scheduled"
+    kind: str = RunKind.SCHEDULED
 
 
 @dataclass(frozen=True)
 class TriggerReply:
     """What the trigger script answered: ``none``, ``won``, ``paused``, ``busy``, ``corrupt``."""
 
-    status: str
+    status: TriggerStatus
     slot_ms: int = 0
     fence: int = 0
     lease_until_ms: int = 0
@@ -125,7 +127,7 @@ class ClaimRequest:
 
 def decode_claim(reply: Any) -> ClaimReply:
     """Turn the script's array reply into a `ClaimReply`."""
-    status = text(reply[0])
+    status = ClaimStatus(text(reply[0]))
     rest = [int(x) if isinstance(x, int) else text(x) for x in reply[1:]]
     if status == WON:
         return ClaimReply(
@@ -272,8 +274,8 @@ def trigger(
             history.max_age_ms,
         ],
     )
-    status = text(reply[0])
-    if status == WON:
+    status = TriggerStatus(text(reply[0]))
+    if status == TriggerStatus.WON:
         return TriggerReply(
             status,
             slot_ms=int(reply[1]),
@@ -281,8 +283,8 @@ def trigger(
             lease_until_ms=int(reply[3]),
             trigger_id=text(reply[4]),
         )
-    if status in (PAUSED, BUSY):
+    if status in (TriggerStatus.PAUSED, TriggerStatus.BUSY):
         return TriggerReply(status, trigger_id=text(reply[1]))
-    if status == CORRUPT:
+    if status == TriggerStatus.CORRUPT:
         return TriggerReply(status, trigger_id=text(reply[1]))
     return TriggerReply(status)

@@ -20,12 +20,14 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from cronlock._validate import check_key
 from cronlock.context import ErrorContext, ms_to_datetime
 from cronlock.errors import ConfigurationError
-from cronlock.job import OPTION_NAMES, Job, make_caller, parse_options
+from cronlock.job import Job
+from cronlock.options import DYNAMIC_OPTIONS, RUNNER_DEFAULTS, check_option_names, parse_options
+from cronlock.registrar import add_task_handler
 from cronlock.schedules import CronSchedule, IntervalSchedule, Schedule
 
 if TYPE_CHECKING:
@@ -33,11 +35,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("cronlock")
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 #: Job options a dynamic schedule may set (``key`` is the schedule id; ``payload`` is its own).
-SCHEDULE_OPTIONS = tuple(sorted(OPTION_NAMES - {"key", "payload"}))
-_VALIDATION_DEFAULTS = {"ttl": 60, "max_attempts": 3, "overlap": "skip"}
+SCHEDULE_OPTIONS = DYNAMIC_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -89,15 +88,8 @@ class ScheduleSpec:
         """Raise what code registration would raise for the same schedule and options."""
         check_key(self.id, "schedule id")
         check_key(self.task, "task name")
-        unknown = sorted(set(self.options) - set(SCHEDULE_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"unknown option(s) {', '.join(map(repr, unknown))} for schedule {self.id!r}; "
-                f"known options: {', '.join(SCHEDULE_OPTIONS)}"
-            )
-        parse_options(
-            self.id, self.schedule(), dict(self.options), defaults or _VALIDATION_DEFAULTS
-        )
+        check_option_names(self.options, where=f"schedule {self.id!r}", known=DYNAMIC_OPTIONS)
+        parse_options(self.id, self.schedule(), self.options, defaults or RUNNER_DEFAULTS)
         try:
             json.dumps(self.payload)
         except (TypeError, ValueError) as error:
@@ -159,18 +151,12 @@ class TaskRegistry:
         self._active: dict[str, tuple[str, Optional[Job]]] = {}  # id -> (spec json, job)
         self.unhandled: dict[str, str] = {}  # schedule id -> task name with no handler here
 
-    def decorator(self, name: str) -> Callable[[F], F]:
-        """``@runner.task(name)``: register ``fn`` as the handler of task ``name``."""
-        check_key(name, "task name")
+    def add(self, name: str, fn: Callable[..., Any]) -> None:
+        """Make `fn` the handler of task `name` (what `@runner.task(name)` ends in).
 
-        def register(fn: F) -> F:
-            make_caller(fn)  # refuse a bad signature now, not at the first run
-            if name in self._handlers and self._handlers[name] is not fn:
-                raise ConfigurationError(f"a handler for task {name!r} is already registered")
-            self._handlers[name] = fn
-            return fn
-
-        return register
+        Raises ConfigurationError when another handler has the name.
+        """
+        add_task_handler(self._handlers, name, fn)
 
     def names(self) -> list[str]:
         return list(self._handlers)

@@ -43,6 +43,7 @@ from cronlock._scripts import text
 from cronlock.context import ErrorContext
 from cronlock.errors import CorruptStateError
 from cronlock.observers import notify
+from cronlock.outcomes import RunKind, TriggerStatus
 
 if TYPE_CHECKING:
     from cronlock.runner import CronRunner
@@ -286,7 +287,7 @@ class Operations:
                     runner._count("redis_errors")
                     runner._report(error, ErrorContext(key, "acquire"))
                     break
-                if reply.status == _claims.CORRUPT:
+                if reply.status == TriggerStatus.CORRUPT:
                     runner._report(
                         CorruptStateError(
                             f"state of job {key!r} is not cronlock's ({reply.trigger_id})"
@@ -294,15 +295,15 @@ class Operations:
                         ErrorContext(key, "acquire"),
                     )
                     break
-                if reply.status == "none":
+                if reply.status == TriggerStatus.NONE:
                     break
-                if reply.status != _claims.WON:
+                if reply.status != TriggerStatus.WON:
                     logger.info(
                         "cronlock: trigger %s of job %r dropped: %s",
                         reply.trigger_id,
                         key,
                         "the job is paused"
-                        if reply.status == _claims.PAUSED
+                        if reply.status == TriggerStatus.PAUSED
                         else "a run is still going (overlap skip; use force)",
                     )
                     continue
@@ -334,6 +335,6 @@ class Operations:
             ),
             sent_at=sent_at,
             slot_ms=reply.slot_ms,
-            kind="manual",
+            kind=RunKind.MANUAL,
         )
         return runner._launch(run, inline)

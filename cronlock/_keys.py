@@ -11,6 +11,7 @@ live on the same node.
 | ``P:queue:{K}``         | zset    | waiting acquirers by arrival (us); PX 2x place |
 | ``P:qexp:{K}``          | zset    | when each waiter's place lapses (ms); same PX  |
 | ``P:wake:{K}:TOKEN``    | list    | wakes one waiter; PX 5 s                       |
+| ``P:slot:{K}``          | string  | ``exec --slot``: last claimed occurrence (ms)  |
 | ``P:job:{K}``           | hash    | a job's claim state (see docs/how-it-works)    |
 | ``P:history:{K}``       | stream  | a job's run history; capped by count and age   |
 | ``P:trigger:{K}``       | list    | a job's pending manual-run requests (<= 100)   |
@@ -29,7 +30,7 @@ script, so they may live on any Cluster node.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 
 def tag(key: str) -> str:
@@ -60,6 +61,11 @@ class LockKeys(NamedTuple):
     def wake(self, token: str) -> str:
         """The list that wakes the waiter holding ``token`` (same hash tag as the lock)."""
         return self.wake_prefix + token
+
+
+def exec_slot_key(prefix: str, key: str) -> str:
+    """``cronlock exec --slot``: the latest occurrence claimed for lock ``key`` (epoch ms)."""
+    return f"{prefix}:slot:{tag(key)}"
 
 
 def job_key(prefix: str, key: str) -> str:
@@ -95,6 +101,24 @@ def pause_all_key(prefix: str) -> str:
 def runner_key(prefix: str, runner_id: str) -> str:
     """One live runner's heartbeat (expires when the runner stops refreshing it)."""
     return f"{prefix}:runner:{runner_id}"
+
+
+#: SCAN pattern matching the runner heartbeats of every prefix.
+ANY_RUNNER_PATTERN = "*:runner:*"
+
+
+def split_runner_key(redis_key: str) -> Optional[tuple[str, str]]:
+    """``(prefix, runner_id)`` of a ``P:runner:ID`` key, or None if it cannot be one.
+
+    Runner ids never contain ``:`` (see ``CronRunner.runner_id``), so the prefix is
+    everything before the last ``:runner:``, whatever it contains itself.
+    """
+    prefix, sep, runner_id = redis_key.rpartition(":runner:")
+    if not sep or not prefix or not runner_id or ":" in runner_id:
+        return None
+    if "{" in redis_key or "}" in redis_key:
+        return None
+    return prefix, runner_id
 
 
 def schedules_key(prefix: str) -> str:

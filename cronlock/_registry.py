@@ -23,19 +23,30 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Optional
 
-from cronlock._cron import zone_key
 from cronlock._jsonable import jsonable
-from cronlock._keys import job_key, job_registry_key, pause_all_key, runner_key
+from cronlock._keys import (
+    ANY_RUNNER_PATTERN,
+    job_key,
+    job_registry_key,
+    pause_all_key,
+    runner_key,
+    split_runner_key,
+)
 from cronlock._scripts import text
 from cronlock._version import __version__
 from cronlock.context import ms_to_datetime
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+from cronlock.schedules._cronzone import zone_key
 
 if TYPE_CHECKING:
     from cronlock.runner import CronRunner
 
 HEARTBEAT_TTL_S = 30
 SCAN_LIMIT = 10_000
+#: `runner_prefixes` examines at most this many keys (SCAN COUNT 1000 per call) ...
+PREFIX_SCAN_KEYS = 50_000
+#: ... and reads at most this many candidate heartbeats.
+PREFIX_SCAN_CANDIDATES = 200
 
 
 def schedule_spec(schedule: Schedule, key: str) -> Optional[dict[str, Any]]:
@@ -178,6 +189,47 @@ class RunnerInfo:
 
 def _ms(value: Any) -> Optional[datetime]:
     return ms_to_datetime(int(value)) if isinstance(value, (int, float)) else None
+
+
+def runner_prefixes(client: Any) -> dict[str, int]:
+    """Prefixes with live runners in this database, and how many each has.
+
+    Bounded: one SCAN over at most `PREFIX_SCAN_KEYS` keys, reading at most
+    `PREFIX_SCAN_CANDIDATES` heartbeats; on a larger keyspace the answer may be
+    incomplete. A key counts only if it holds a heartbeat naming its own runner id,
+    so another application's ``x:runner:y`` keys are not taken for runners.
+    """
+    candidates: list[tuple[str, str, str]] = []
+    cursor: Any = 0
+    examined = 0
+    while examined < PREFIX_SCAN_KEYS and len(candidates) < PREFIX_SCAN_CANDIDATES:
+        cursor, batch = client.scan(cursor, match=ANY_RUNNER_PATTERN, count=1000)
+        examined += 1000
+        for raw in batch:
+            try:
+                key = text(raw)
+            except UnicodeDecodeError:
+                continue
+            parts = split_runner_key(key)
+            if parts is not None:
+                candidates.append((key, *parts))
+        if int(cursor) == 0:
+            break
+    candidates = candidates[:PREFIX_SCAN_CANDIDATES]
+    if not candidates:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for key, _, _ in candidates:
+        pipe.get(key)
+    found: dict[str, int] = {}
+    for (_, prefix, runner_id), value in zip(candidates, pipe.execute(raise_on_error=False)):
+        try:
+            heartbeat = json.loads(text(value))
+        except (TypeError, ValueError):  # an error reply, None (expired) or not JSON
+            continue
+        if isinstance(heartbeat, dict) and str(heartbeat.get("id")) == runner_id:
+            found[prefix] = found.get(prefix, 0) + 1
+    return dict(sorted(found.items()))
 
 
 def read_runners(client: Any, prefix: str) -> list[RunnerInfo]:

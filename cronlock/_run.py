@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Optional
 from redis.exceptions import RedisError
 
 from cronlock import _claims
-from cronlock._renewer import get_deadlines, get_renewer
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import JobCancelled, JobTimeout
+from cronlock.lock.renewer import get_deadlines, get_renewer
 from cronlock.observers import RunRecord, format_traceback, notify
+from cronlock.outcomes import RUN_OUTCOMES, RunKind, RunOutcome
 
 if TYPE_CHECKING:
     from cronlock.job import Job
@@ -50,12 +51,12 @@ class Run:
         reply: _claims.ClaimReply,
         sent_at: float,
         slot_ms: int,
-        kind: str = "scheduled",
+        kind: RunKind = RunKind.SCHEDULED,
         start_ms: int = 0,
     ) -> None:
         self.runner = runner
         self.start_ms = start_ms  # runner-clock ms before which the handler must not start
-        self.kind = kind  # "scheduled", or "manual" for a triggered run
+        self.kind = kind  # SCHEDULED, or MANUAL for a triggered run
         self.history = runner._history(job.key)
         self.job = job
         self.state_key = state_key
@@ -144,7 +145,7 @@ class Run:
         try:
             if self._wait_for_start():  # stopped before its boundary: the handler never ran
                 self.close()
-                self._finish("cancelled")
+                self._finish(RunOutcome.CANCELLED)
                 return
             started_at = datetime.now(timezone.utc)
             self._started = time.monotonic()
@@ -178,8 +179,8 @@ class Run:
             if self.ctx.cancelled.wait(early_s):
                 return True
 
-    def _call_handler(self) -> str:
-        """The handler's outcome: "done", "failed" (also past its timeout) or "cancelled"."""
+    def _call_handler(self) -> RunOutcome:
+        """The handler's outcome: SUCCEEDED, FAILED (also past its timeout) or CANCELLED."""
         outcome = self._call_with_retries()
         with self._lock:
             self._returned = True  # a timeout firing from now on is too late
@@ -191,7 +192,7 @@ class Run:
             f"ran past its timeout of {self.job.options.timeout_ms / 1000:g} s"
         )
         self.runner._report(self.error, self._error_context("handler"))
-        return "failed"
+        return RunOutcome.FAILED
 
     def time_out(self) -> None:
         """The job's timeout has passed (the renewal thread calls this): cancel the run."""
@@ -209,38 +210,35 @@ class Run:
         )
         self.ctx.cancelled.set()
 
-    def _call_with_retries(self) -> str:
+    def _call_with_retries(self) -> RunOutcome:
         options = self.job.options
         for attempt in range(options.retries + 1):
             try:
                 self.job.call(self.ctx)
             except JobCancelled:
-                return "cancelled"
+                return RunOutcome.CANCELLED
             except Exception as exc:
                 self.error = exc
                 self.runner._report(exc, self._error_context("handler"))
                 if self.ctx.cancelled.is_set():
-                    return "cancelled"
+                    return RunOutcome.CANCELLED
                 if attempt == options.retries:
-                    return "failed"
+                    return RunOutcome.FAILED
                 delay = options.retry_backoff_ms / 1000 * (2**attempt)
                 if self.ctx.cancelled.wait(delay):
-                    return "cancelled"
+                    return RunOutcome.CANCELLED
             else:
-                return "done"
-        return "failed"  # pragma: no cover - the loop always returns
+                return RunOutcome.SUCCEEDED
+        return RunOutcome.FAILED  # pragma: no cover - the loop always returns
 
-    def _finish(self, outcome: str) -> None:
-        stats_name = {"done": "runs_succeeded", "failed": "runs_failed"}.get(
-            outcome, "runs_cancelled"
-        )
-        self.runner._count(stats_name)
+    def _finish(self, outcome: RunOutcome) -> None:
+        counter = RUN_OUTCOMES[outcome].counter
+        if counter is not None:
+            self.runner._count(counter)
         if self.lost:
             return  # a successor owns the slot: finishing would only be refused
-        if outcome == "cancelled":
-            if not self.runner._stopping:
-                return
-            outcome = "handover"
+        if outcome is RunOutcome.CANCELLED and not self.runner._stopping:
+            return  # handed over only while stopping; otherwise the lease was lost
         while True:
             try:
                 ok = self._send_finish(outcome)
@@ -267,32 +265,34 @@ class Run:
         if self.lost or self.finished.is_set():
             return
         try:
-            self._send_finish("handover")
+            self._send_finish(RunOutcome.CANCELLED)
         except RedisError as exc:
             self.runner._report(exc, self._error_context("release"))
 
-    def _send_finish(self, outcome: str) -> bool:
+    def _send_finish(self, outcome: RunOutcome) -> bool:
         """Record the run's end (one round trip); False when the slot is no longer ours.
 
-        A handover that Redis accepted is also announced, so another replica takes the
-        slot at once.
+        A cancelled run's finish is a handover (its lease ends now); one that Redis
+        accepted is also announced, so another replica takes the slot at once.
         """
+        word = RUN_OUTCOMES[outcome].finish
+        assert word is not None, outcome
         ok = _claims.finish(
             self.runner.client,
             self.state_key,
             self.ctx.slot_ms,
             self.owner,
-            outcome,
+            word,
             history=self.history,
             info=self._finish_info(outcome),
         )
-        if ok and outcome == "handover":
+        if ok and outcome is RunOutcome.CANCELLED:
             self.runner._announce_handover(self.job.key, self.ctx.slot_ms)
         return ok
 
-    def _finish_info(self, outcome: str) -> _claims.FinishInfo:
+    def _finish_info(self, outcome: RunOutcome) -> _claims.FinishInfo:
         """What the history entry of this run's end records besides the outcome."""
-        error = self.error if outcome == "failed" else None
+        error = self.error if outcome is RunOutcome.FAILED else None
         return _claims.FinishInfo(
             attempt=self.ctx.attempt,
             fence=self.ctx.fencing_token,
@@ -303,15 +303,15 @@ class Run:
             kind=self.kind,
         )
 
-    def _record(self, outcome: str, started_at: datetime) -> RunRecord:
-        status = "lost" if self.lost else {"done": "succeeded"}.get(outcome, outcome)
-        error = self.error if status == "failed" else None
+    def _record(self, outcome: RunOutcome, started_at: datetime) -> RunRecord:
+        status = RunOutcome.LOST if self.lost else outcome
+        error = self.error if status is RunOutcome.FAILED else None
         return RunRecord(
             key=self.job.key,
             slot=self.ctx.slot,
             attempt=self.ctx.attempt,
             fencing_token=self.ctx.fencing_token,
-            owner=self.runner.holder,
+            holder=self.runner.holder,
             runner_id=self.runner.runner_id,
             status=status,
             started_at=started_at,

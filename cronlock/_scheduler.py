@@ -42,6 +42,7 @@ from cronlock.context import ErrorContext
 from cronlock.errors import CorruptStateError, NotReplicated
 from cronlock.job import Job
 from cronlock.observers import notify
+from cronlock.outcomes import ClaimStatus
 
 if TYPE_CHECKING:
     from cronlock.runner import CronRunner
@@ -65,7 +66,7 @@ WATCH_MARGIN_MS = 50
 # handler's start delay. (``run_pending`` never claims early.)
 CLAIM_LEAD_MS = 5
 # What observers hear for a won claim that too few replicas acknowledged (wait_replicas).
-UNREPLICATED = "unreplicated"
+UNREPLICATED = ClaimStatus.UNREPLICATED
 
 
 @dataclass(order=True)

@@ -6,41 +6,27 @@ value of the wrong kind altogether) with a message that names the bad value.
 
 from __future__ import annotations
 
-import math
-from datetime import timedelta
-from typing import Any, Union
+from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
+from cronlock._durations import Seconds, seconds_to_ms
 from cronlock.errors import ConfigurationError
 
-Seconds = Union[int, float, timedelta]
+__all__ = [
+    "MAX_KEY_LENGTH",
+    "Seconds",
+    "check_client",
+    "check_key",
+    "check_prefix",
+    "seconds_to_ms",
+]
 
 MAX_KEY_LENGTH = 256
 # Braces would change which part of our key names Redis Cluster hashes (the hash tag),
 # so keys of one lock or job could land on different nodes.
 _FORBIDDEN_KEY_CHARS = frozenset("{}")
-
-
-def seconds_to_ms(value: Any, name: str, *, allow_zero: bool = False) -> int:
-    """Convert seconds (int, float or timedelta) to whole milliseconds, refusing nonsense.
-
-    Millisecond precision is kept: 0.25 s is 250 ms, not truncated to 0 s.
-    """
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be seconds as int, float or timedelta; got {value!r}")
-    else:
-        seconds = float(value)
-    if math.isnan(seconds) or math.isinf(seconds):
-        raise ConfigurationError(f"{name} must be a finite number of seconds; got {value!r}")
-    ms = round(seconds * 1000)
-    if ms < 0 or (ms == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0 (at least 1 ms)"
-        raise ConfigurationError(f"{name} must be {bound}; got {value!r}")
-    return ms
 
 
 def check_key(key: Any, name: str = "key") -> str:

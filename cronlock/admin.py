@@ -52,6 +52,7 @@ from cronlock._validate import check_client, check_key, check_prefix
 from cronlock.context import ms_to_datetime
 from cronlock.errors import ConfigurationError
 from cronlock.history import HistoryEntry, read_history
+from cronlock.options import check_option_names
 
 __all__ = ["Admin", "FleetStatus", "JobStatus", "RunnerInfo", "ScheduleSpec"]
 
@@ -381,12 +382,7 @@ class Admin:
             created=datetime.now(tz=_utc()),
             created_by=_me(),
         )
-        unknown = sorted(set(options) - set(SCHEDULE_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known options: {', '.join(SCHEDULE_OPTIONS)}"
-            )
+        check_option_names(options, where=f"schedule {sid!r}", known=SCHEDULE_OPTIONS)
         spec.validate()
         pipe = self.client.pipeline(transaction=False)
         pipe.hset(schedules_key(self.prefix), sid, spec.to_json())

@@ -46,22 +46,19 @@ __all__ = ["MIN_REDIS", "MIN_VALKEY", "Check", "check_server", "worst_status"]
 
 #: The oldest Redis cronlock supports, and why.
 #:
-#: * Scripts read ``TIME`` and then write (leases are measured on Redis's clock).
-#:   Before 5.0 that fails with "Write commands not allowed after non deterministic
-#:   commands" unless the script opts into effects replication; 5.0 made effects
-#:   replication the default, 7.0 the only mode.
+#: * The scripts use ``SET ... GET`` (the lock's fence, ``lock_acquire.lua``) and
+#:   ``XTRIM ... MINID`` (history capped by age, ``job_*.lua``), both new in 6.2: an
+#:   older server refuses them as syntax errors, so the version check fails below 6.2.
+#: * Scripts read ``TIME`` and then write (leases are measured on Redis's clock), which
+#:   needs effects replication: the default since 5.0, the only mode since 7.0.
 #: * The minimal user is described with ACLs (``ACL SETUSER``, 6.0+), and ``HELLO`` tells
-#:   the server and version even to a user without ``INFO`` (6.0+).
-#: * 6.2 adds ACL channel permissions (``&pattern``), which the minimal ACL user needs
-#:   once schedule changes are announced over pub/sub.
+#:   the server and version even to a user without ``INFO`` (6.0+); 6.2 adds ACL channel
+#:   permissions (``&pattern``), which the minimal user needs for pub/sub.
 #:
-#: ``EVALSHA`` (2.6), ``SET PX NX`` (2.6.12) and sorted sets are far older. Between 5.0
-#: and 6.2 the check warns (should work, untested); below 5.0 it fails. The suite runs on
-#: Redis 7.0 and Valkey 8.1; 6.2 itself is not in CI.
+#: The suite runs on Redis 7.0 and Valkey 8.1; 6.2 itself is not in CI.
 MIN_REDIS = (6, 2)
 #: Valkey forked from Redis 7.2.4; every Valkey release is at least that.
 MIN_VALKEY = (7, 2)
-_HARD_MIN_REDIS = (5, 0)
 
 _ORDER = {"pass": 0, "warn": 1, "fail": 2}
 
@@ -160,27 +157,26 @@ def _check_version(probe: _Probe) -> Check:
         hello = probe.hello()
     except RedisError as error:
         return Check("version", "warn", _denied(error, "HELLO and INFO server") + "; unknown")
-    server = hello.get("server", "redis").lower()
-    version = hello.get("version", "?")
-    role = hello.get("role", "?")
-    if server == "valkey":
-        label, minimum, hard = "Valkey", MIN_VALKEY, MIN_VALKEY
+    return _version_verdict(
+        hello.get("server", "redis"), hello.get("version", "?"), hello.get("role", "?")
+    )
+
+
+def _version_verdict(server: str, version: str, role: str = "?") -> Check:
+    """The ``version`` check for what ``HELLO`` said: pass from the minimum up, else fail."""
+    if server.lower() == "valkey":
+        label, minimum = "Valkey", MIN_VALKEY
     else:
-        label, minimum, hard = "Redis", MIN_REDIS, _HARD_MIN_REDIS
-    found = _version_tuple(version)
+        label, minimum = "Redis", MIN_REDIS
     text = f"{label} {version} ({role})"
     wanted = ".".join(map(str, minimum))
-    if found >= minimum:
+    if _version_tuple(version) >= minimum:
         return Check("version", "pass", f"{text}; minimum {label} {wanted}")
-    if found >= hard:
-        return Check(
-            "version", "warn", f"{text} is older than {label} {wanted}: should work, untested"
-        )
     return Check(
         "version",
         "fail",
-        f"{text} is older than {label} {'.'.join(map(str, hard))}: scripts that read TIME "
-        f"and then write are refused; upgrade to {label} {wanted} or later",
+        f"{text} is older than {label} {wanted}: cronlock's scripts use SET ... GET and "
+        f"XTRIM ... MINID, which it refuses; upgrade to {label} {wanted} or later",
     )
 
 

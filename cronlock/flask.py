@@ -39,17 +39,15 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional
 
 from flask import Blueprint, Flask, current_app, has_app_context
 
 from cronlock import gunicorn as _gunicorn
 from cronlock import uwsgi as _uwsgi
-from cronlock._every import Every
 from cronlock._flask.blueprint import ACTIONS, Authorize, make_blueprint
 from cronlock._flask.config import (
     DEFAULTS,
@@ -58,12 +56,17 @@ from cronlock._flask.config import (
     should_autostart,
     stop_at_exit,
 )
-from cronlock._validate import check_key
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
-from cronlock.job import Job, check_option_names, default_key, make_caller, parse_options
+from cronlock.job import Job
+from cronlock.registrar import (
+    JobSpec,
+    Registrar,
+    add_task_handler,
+    duplicate_key_error,
+    make_caller,
+)
 from cronlock.runner import CronRunner
-from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +78,6 @@ __all__ = [
     "management_blueprint",
     "should_autostart",
 ]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 EXTENSION_KEY = "cronlock"
 
@@ -98,20 +99,7 @@ class CronLockState:
         return self.app_ref()
 
 
-@dataclass(frozen=True)
-class _Registration:
-    """A job registered on the extension, replayed on each app's runner."""
-
-    fn: Callable[..., Any]
-    key: str
-    schedule_for: Callable[[str], Schedule]  # app's CRONLOCK_TIMEZONE -> schedule
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    tags: frozenset[Any]
-    options: dict[str, Any]
-
-
-class CronLock:
+class CronLock(Registrar[Optional[Job]]):
     """Flask extension: one runner per app, jobs registered once on the extension.
 
     Args:
@@ -121,8 +109,13 @@ class CronLock:
         observers: passed to every runner (history sinks, metrics).
         on_error: ``on_error(error, context)`` for every runner; default: log.
 
-    Jobs registered before ``init_app`` are kept and attached to every app initialised
-    later; jobs registered after are attached to the apps already initialised too.
+    The registration calls are the runner's (both are a `Registrar`): `@cron`,
+    `@interval`, `@at`, `every(...)`, `add_job`, `@task`, with the same arguments and
+    checks. Jobs registered before ``init_app`` are kept and attached to every app
+    initialised later; jobs registered after are attached to the apps already
+    initialised too. In each app a handler runs inside the app context, and a cron
+    without ``timezone=`` is in the app's ``CRONLOCK_TIMEZONE``. A registration returns
+    the job handle when the extension is initialised on exactly one app, else None.
     The extension keeps no reference to an app (state lives in ``app.extensions``).
 
     Example:
@@ -149,8 +142,8 @@ class CronLock:
         self._client = client
         self._observers = tuple(observers)
         self._on_error = on_error
-        self._registrations: list[_Registration] = []
-        self._tasks: list[tuple[str, Callable[..., Any]]] = []
+        self._specs: dict[str, JobSpec] = {}  # registered jobs, in order
+        self._tasks: dict[str, Callable[..., Any]] = {}  # task name -> handler
         self._states: list[weakref.ref[CronLockState]] = []
         if app is not None:
             self.init_app(app)
@@ -184,9 +177,9 @@ class CronLock:
         )
         stop_timeout = float(cfg["CRONLOCK_STOP_TIMEOUT"])
         state = CronLockState(self, runner, stop_timeout, weakref.ref(app))
-        for registration in self._registrations:
-            self._attach(app, state, registration)
-        for task_name, fn in self._tasks:
+        for spec in self._specs.values():
+            self._attach(app, state, spec)
+        for task_name, fn in self._tasks.items():
             self._attach_task(app, state, task_name, fn)
         app.extensions[EXTENSION_KEY] = state
         self._states.append(weakref.ref(state))
@@ -251,172 +244,43 @@ class CronLock:
         self._states = [weakref.ref(s) for s in alive]
         return alive
 
-    # -- registration (mirrors CronRunner) ------------------------------------------
+    # -- registration: the calls are Registrar's; the extension keeps each job for every app
 
-    def add_job(
-        self,
-        fn: Callable[..., Any],
-        schedule: Schedule,
-        *,
-        args: tuple[Any, ...] = (),
-        kwargs: Optional[dict[str, Any]] = None,
-        tags: Iterable[Any] = (),
-        **options: Any,
-    ) -> Optional[Job]:
-        """Register ``fn`` on ``schedule``.
+    def add_spec(self, spec: JobSpec) -> Optional[Job]:
+        """Keep the job `spec` describes for every app, now and later ones.
 
-        See [`CronRunner.add_job`][cronlock.runner.CronRunner.add_job].
-
-        Returns the job handle when the extension is initialised on exactly one app,
-        else None (the handles live in each app's runner: ``runner_for(app).job(key)``).
+        Checked now (with the table's defaults), so a mistake fails at import, not at
+        `init_app`. Returns the job handle when the extension is initialised on exactly
+        one app, else None (the handles live in each app's runner:
+        `runner_for(app).job(key)`).
         """
-        if not isinstance(schedule, Schedule):
-            raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
-        return self._register(fn, lambda tz: schedule, options, args=args, kwargs=kwargs, tags=tags)
-
-    def task(self, name: str) -> Callable[[F], F]:
-        """Decorator: a handler for dynamic schedules named ``name`` (see ``CronRunner.task``).
-
-        Operators schedule it at runtime (``Admin.add_schedule``, the management API or
-        ``cronlock schedule add``); it runs inside the app context like every job.
-        """
-        check_key(name, "task name")
-
-        def decorate(fn: F) -> F:
-            make_caller(fn)
-            if any(task == name for task, _ in self._tasks):
-                raise ConfigurationError(f"a handler for task {name!r} is already registered")
-            self._tasks.append((name, fn))
-            for state in self._live_states():
-                app = state.app
-                if app is not None:
-                    self._attach_task(app, state, name, fn)
-            return fn
-
-        return decorate
-
-    def cron(
-        self,
-        expression: str,
-        *,
-        timezone: Optional[str] = None,
-        dst_fold: str = "once",
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """Decorator: run at each time ``expression`` matches.
-
-        See [`CronRunner.cron`][cronlock.runner.CronRunner.cron].
-
-        ``timezone`` defaults to the app's ``CRONLOCK_TIMEZONE``.
-        """
-        CronSchedule(expression, timezone=timezone or "UTC", dst_fold=dst_fold, hash_id="check")
-        holder: dict[str, str] = {}
-
-        def schedule_for(tz: str) -> Schedule:
-            return CronSchedule(
-                expression, timezone=timezone or tz, dst_fold=dst_fold, hash_id=holder["key"]
-            )
-
-        return self._decorator(schedule_for, options, holder)
-
-    def interval(
-        self,
-        seconds: Any = 0,
-        *,
-        minutes: float = 0,
-        hours: float = 0,
-        offset: Any = 0,
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """Decorator: run every ``seconds + minutes + hours`` on the UTC epoch grid."""
-        schedule = IntervalSchedule.from_parts(seconds, minutes=minutes, hours=hours, offset=offset)
-        return self._decorator(lambda tz: schedule, options)
-
-    def at(self, when: Any, **options: Any) -> Callable[[F], F]:
-        """Decorator: run once, cluster-wide, at ``when`` (aware datetime or ISO-8601)."""
-        schedule = OnceSchedule(when)
-        return self._decorator(lambda tz: schedule, options)
-
-    def every(self, interval: int = 1) -> Every:
-        """The ``schedule`` library's DSL: ``cronlock.every(10).minutes.do(fn)``."""
-
-        def register(
-            schedule: Schedule,
-            fn: Callable[..., Any],
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-            tags: Any,
-        ) -> Optional[Job]:
-            return self._register(fn, lambda tz: schedule, {}, args=args, kwargs=kwargs, tags=tags)
-
-        return Every(interval, register, clock=time.time)
-
-    def _decorator(
-        self,
-        schedule_for: Callable[[str], Schedule],
-        options: dict[str, Any],
-        holder: Optional[dict[str, str]] = None,
-    ) -> Callable[[F], F]:
-        check_option_names(options)
-
-        def decorate(fn: F) -> F:
-            self._register(fn, schedule_for, options, holder=holder)
-            return fn
-
-        return decorate
-
-    def _register(
-        self,
-        fn: Callable[..., Any],
-        schedule_for: Callable[[str], Schedule],
-        options: dict[str, Any],
-        *,
-        args: tuple[Any, ...] = (),
-        kwargs: Optional[dict[str, Any]] = None,
-        tags: Iterable[Any] = (),
-        holder: Optional[dict[str, str]] = None,
-    ) -> Optional[Job]:
-        make_caller(fn, args, kwargs)  # refuse a bad handler now, not at init_app
-        key = options.get("key")
-        key = default_key(fn) if key is None else key
-        if holder is not None:
-            holder["key"] = key
-        options = {**options, "key": key}
-        # Validate names and values now, so a mistake fails at import, not at init_app.
-        parse_options(
-            key,
-            schedule_for("UTC"),
-            {k: v for k, v in options.items() if k != "key"},
-            {"ttl": 60, "max_attempts": 3, "overlap": "skip"},
-        )
-        if any(r.key == key for r in self._registrations):
-            raise ConfigurationError(
-                f"a job with key {key!r} is already registered on this extension; "
-                "pass a distinct key=..."
-            )
-        registration = _Registration(
-            fn, key, schedule_for, tuple(args), dict(kwargs or {}), frozenset(tags), options
-        )
-        self._registrations.append(registration)
-        jobs = []
-        for state in self._live_states():
-            app = state.app
-            if app is not None:
-                jobs.append(self._attach(app, state, registration))
+        spec.job_options()
+        if spec.key in self._specs:
+            raise duplicate_key_error(spec.key, "on this extension")
+        self._specs[spec.key] = spec
+        jobs = [self._attach(app, state, spec) for app, state in self._live_apps()]
         return jobs[0] if len(jobs) == 1 else None
+
+    def _accept_task(self, name: str, fn: Callable[..., Any]) -> None:
+        if add_task_handler(self._tasks, name, fn):
+            for app, state in self._live_apps():
+                self._attach_task(app, state, name, fn)
+
+    def _live_apps(self) -> list[tuple[Flask, CronLockState]]:
+        pairs = [(state.app, state) for state in self._live_states()]
+        return [(app, state) for app, state in pairs if app is not None]
 
     @staticmethod
     def _attach_task(app: Flask, state: CronLockState, name: str, fn: Callable[..., Any]) -> None:
         state.runner.task(name)(_in_app_context(app, make_caller(fn), fn))
 
-    def _attach(self, app: Flask, state: CronLockState, registration: _Registration) -> Job:
-        call = make_caller(registration.fn, registration.args, registration.kwargs)
-        handler = _in_app_context(app, call, registration.fn)
-        schedule = registration.schedule_for(app.config["CRONLOCK_TIMEZONE"])
-        job = state.runner.add_job(
-            handler, schedule, tags=registration.tags, **registration.options
-        )
-        state.jobs[registration.key] = job
+    @staticmethod
+    def _attach(app: Flask, state: CronLockState, spec: JobSpec) -> Job:
+        def in_app(call: Callable[[JobContext], Any]) -> Callable[[JobContext], Any]:
+            return _in_app_context(app, call, spec.fn)
+
+        job = state.runner.add_spec(spec.for_host(app.config["CRONLOCK_TIMEZONE"], in_app))
+        state.jobs[spec.key] = job
         return job
 
     # -- management ---------------------------------------------------------------------

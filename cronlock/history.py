@@ -42,20 +42,12 @@ from cronlock._keys import history_key
 from cronlock._scripts import text
 from cronlock.context import ms_to_datetime
 from cronlock.errors import ConfigurationError
+from cronlock.outcomes import HistoryEvent
 
 __all__ = ["EVENTS", "HistoryEntry", "read_history"]
 
-EVENTS = (
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "taken_over",
-    "abandoned",
-    "expired",
-    "replaced",
-    "skipped",
-)
+#: Every event word, in the table's order (the `HistoryEvent` values).
+EVENTS = tuple(e.value for e in HistoryEvent)
 
 
 @dataclass(frozen=True)

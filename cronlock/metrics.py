@@ -7,12 +7,14 @@ collector). The library never starts an HTTP server.
 
 Metrics (with the default ``namespace="cronlock"``):
 
-* ``cronlock_runs_total{job, outcome}``: runs that ended; outcome is ``succeeded``,
-  ``failed``, ``cancelled`` or ``lost``.
+* ``cronlock_runs_total{job, outcome}``: runs that ended; outcome is a
+  [`RunOutcome`][cronlock.outcomes.RunOutcome]: ``succeeded``, ``failed``, ``cancelled``
+  or ``lost``.
 * ``cronlock_run_duration_seconds{job}``: histogram, handler start to end.
 * ``cronlock_start_delay_seconds{job}``: histogram, slot boundary to handler start
   (scheduling lag, takeovers).
-* ``cronlock_claims_total{job, status}``: claim replies: ``won``, ``taken``, ``done``,
+* ``cronlock_claims_total{job, status}``: claim replies (a
+  [`ClaimStatus`][cronlock.outcomes.ClaimStatus]): ``won``, ``taken``, ``done``,
   ``stale``, ``busy``, ``exhausted``, ``paused``, ``unreplicated`` (``wait_replicas``).
 * ``cronlock_takeovers_total{job}``: runs started as attempt 2 or later.
 * ``cronlock_running{job}``: handlers running now in this process.
@@ -35,6 +37,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
 from cronlock.observers import RunRecord
+from cronlock.outcomes import ClaimStatus, RunOutcome
 
 __all__ = ["DELAY_BUCKETS", "DURATION_BUCKETS", "PrometheusMetrics"]
 
@@ -112,9 +115,9 @@ class PrometheusMetrics:
             **common,
         )
 
-    def claimed(self, key: str, slot_ms: int, status: str, runner_id: str) -> None:
+    def claimed(self, key: str, slot_ms: int, status: ClaimStatus, runner_id: str) -> None:
         """Count one claim reply."""
-        self.claims.labels(job=key, status=status).inc()
+        self.claims.labels(job=key, status=str(status)).inc()
 
     def run_started(self, ctx: JobContext, started_at: datetime) -> None:
         """Observe the start delay; count a takeover; one more handler running."""
@@ -127,8 +130,8 @@ class PrometheusMetrics:
 
     def run_finished(self, record: RunRecord) -> None:
         """Count the outcome, observe the duration; one handler fewer running."""
-        self.runs.labels(job=record.key, outcome=record.status).inc()
+        self.runs.labels(job=record.key, outcome=str(record.status)).inc()
         self.run_duration.labels(job=record.key).observe(max(0.0, record.duration))
         self.running.labels(job=record.key).dec()
-        if record.status == "succeeded":
+        if record.status == RunOutcome.SUCCEEDED:
             self.last_success.labels(job=record.key).set(record.finished_at.timestamp())

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import traceback
+import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Optional, Protocol
 
 from cronlock.context import JobContext
+from cronlock.outcomes import ClaimStatus, RunOutcome
 
 logger = logging.getLogger("cronlock")
 
@@ -26,17 +28,21 @@ TRACEBACK_LIMIT = 4000  # characters kept of a failed run's traceback
 class RunRecord:
     """One finished run, as history sinks store it.
 
-    ``status`` is ``"succeeded"``, ``"failed"``, ``"cancelled"`` (the handler gave up
-    after cancellation) or ``"lost"`` (its lease was lost: another owner has the slot).
+    Attributes:
+        holder: the process that ran it, `"host:pid:runner-id"` (the word history
+            entries use; a claim's *owner* is its lease token, not this).
+        status: a [`RunOutcome`][cronlock.outcomes.RunOutcome], a `str`:
+            `"succeeded"`, `"failed"`, `"cancelled"` (the handler gave up after
+            cancellation) or `"lost"` (its lease was lost: another owner has the slot).
     """
 
     key: str
     slot: datetime
     attempt: int
     fencing_token: int
-    owner: str  # "host:pid:runner-id"
+    holder: str
     runner_id: str
-    status: str
+    status: RunOutcome
     started_at: datetime
     finished_at: datetime
     error_type: Optional[str] = None
@@ -52,12 +58,21 @@ class RunRecord:
         """Seconds from the slot boundary to the handler start."""
         return (self.started_at - self.slot).total_seconds()
 
+    @property
+    def owner(self) -> str:
+        """Deprecated name of [`holder`][cronlock.observers.RunRecord] (`"host:pid:runner-id"`)."""
+        warnings.warn(
+            "RunRecord.owner is deprecated: use RunRecord.holder", DeprecationWarning, stacklevel=2
+        )
+        return self.holder
+
 
 class Observer(Protocol):
     """What a runner tells an observer. Implement any subset; missing methods are skipped."""
 
-    def claimed(self, key: str, slot_ms: int, status: str, runner_id: str) -> None:
-        """A claim was answered: ``won``, ``taken``, ``done``, ``stale``, ``busy``, ..."""
+    def claimed(self, key: str, slot_ms: int, status: ClaimStatus, runner_id: str) -> None:
+        """A claim was answered: a [`ClaimStatus`][cronlock.outcomes.ClaimStatus] (a
+        `str`: `won`, `taken`, `done`, `stale`, `busy`, ...)."""
 
     def run_started(self, ctx: JobContext, started_at: datetime) -> None:
         """A handler is about to be called."""

@@ -35,9 +35,9 @@ job            text         the job's key
 slot           timestamptz  the scheduled occurrence
 attempt        integer      1, or 2+ after a takeover
 fencing_token  bigint
-owner          text         "host:pid:runner-id"
+owner          text         "host:pid:runner-id" (RunRecord.holder)
 runner_id      text
-status         text         succeeded | failed | cancelled | lost
+status         text         a RunOutcome: succeeded | failed | cancelled | lost
 started_at     timestamptz
 finished_at    timestamptz
 duration       double precision  seconds
@@ -59,7 +59,7 @@ import time
 import weakref
 from collections import deque
 from datetime import timezone
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import psycopg
 from psycopg import sql
@@ -67,11 +67,14 @@ from psycopg.conninfo import conninfo_to_dict
 
 from cronlock.errors import ConfigurationError
 from cronlock.observers import RunRecord
+from cronlock.outcomes import RunOutcome
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["COLUMNS", "PostgresHistory"]
 
+#: The table's columns, in order; `owner` holds `RunRecord.holder` and `status` the
+#: [`RunOutcome`][cronlock.outcomes.RunOutcome]'s word (stored names, kept as they are).
 COLUMNS = (
     "job",
     "slot",
@@ -263,9 +266,9 @@ class PostgresHistory:
                 slot=r[1].astimezone(utc),
                 attempt=r[2],
                 fencing_token=r[3],
-                owner=r[4],
+                holder=r[4],
                 runner_id=r[5],
-                status=r[6],
+                status=_outcome(r[6]),
                 started_at=r[7].astimezone(utc),
                 finished_at=r[8].astimezone(utc),
                 error_type=r[9],
@@ -511,15 +514,23 @@ def _row(record: RunRecord) -> tuple[Any, ...]:
         record.slot,
         record.attempt,
         record.fencing_token,
-        _text(record.owner),
+        _text(record.holder),
         _text(record.runner_id),
-        record.status,
+        str(record.status),  # the RunOutcome's word
         record.started_at,
         record.finished_at,
         record.duration,
         None if record.error_type is None else _text(record.error_type),
         None if record.traceback is None else _text(record.traceback),
     )
+
+
+def _outcome(word: str) -> RunOutcome:
+    """A stored status as a `RunOutcome`; a word this version does not know stays a str."""
+    try:
+        return RunOutcome(word)
+    except ValueError:
+        return cast(RunOutcome, word)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -27,33 +27,32 @@ import socket
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional
 
 from redis.cluster import RedisCluster
 
 from cronlock import _claims, _forksafe
 from cronlock._dynamic import TaskRegistry
 from cronlock._events import Operations
-from cronlock._every import Every
 from cronlock._keys import history_key
 from cronlock._run import Run
 from cronlock._scheduler import SchedulerLoop, _Entry
 from cronlock._stats import RunnerStatistics, StatsCounter
-from cronlock._validate import check_client, check_key, check_prefix, seconds_to_ms
+from cronlock._validate import check_client, check_prefix, seconds_to_ms
 from cronlock.admin import Admin
 from cronlock.clock import ClockLike, as_clock
 from cronlock.context import ErrorContext
 from cronlock.errors import ConfigurationError
 from cronlock.health import Health, check_health
-from cronlock.job import Job, check_option_names, default_key, make_caller, parse_options
-from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+from cronlock.job import Job
+from cronlock.options import RUNNER_DEFAULTS, parse_options
+from cronlock.registrar import JobSpec, Registrar, duplicate_key_error
 
 logger = logging.getLogger("cronlock")
 
-F = TypeVar("F", bound=Callable[..., Any])
 ErrorHandler = Callable[[BaseException, ErrorContext], Any]
 
 AFTER_FORK = ("restart", "stop")
@@ -62,8 +61,12 @@ AFTER_FORK = ("restart", "stop")
 _runners: weakref.WeakSet[CronRunner] = weakref.WeakSet()
 
 
-class CronRunner(SchedulerLoop):
+class CronRunner(Registrar[Job], SchedulerLoop):
     """Runs registered jobs so that each scheduled slot runs on exactly one replica.
+
+    Jobs are registered with the calls of [`Registrar`][cronlock.registrar.Registrar]:
+    `@runner.cron`, `@runner.interval`, `@runner.at`, `runner.every(...)`,
+    `runner.add_job`, `@runner.task`.
 
     Args:
         client: a redis-py client (``redis.Redis``, a Sentinel master, or ``RedisCluster``).
@@ -105,11 +108,11 @@ class CronRunner(SchedulerLoop):
         client: Any,
         *,
         prefix: str = "cronlock",
-        default_ttl: Any = 60,
+        default_ttl: Any = RUNNER_DEFAULTS["ttl"],
         clock: ClockLike = None,
         max_workers: int = 8,
-        max_attempts: int = 3,
-        overlap: str = "skip",
+        max_attempts: int = RUNNER_DEFAULTS["max_attempts"],
+        overlap: str = RUNNER_DEFAULTS["overlap"],
         on_error: Optional[ErrorHandler] = None,
         after_fork: str = "restart",
         observers: Sequence[object] = (),
@@ -173,126 +176,38 @@ class CronRunner(SchedulerLoop):
 
     # -- registration ----------------------------------------------------------------
 
-    def add_job(
-        self,
-        fn: Callable[..., Any],
-        schedule: Schedule,
-        *,
-        args: tuple[Any, ...] = (),
-        kwargs: Optional[dict[str, Any]] = None,
-        tags: Iterable[Any] = (),
-        **options: Any,
-    ) -> Job:
-        """Register ``fn`` to run on ``schedule``; the other registration calls use this.
+    def add_spec(self, spec: JobSpec) -> Job:
+        """Register the job `spec` describes (every registration call ends here).
 
-        Options: ``key`` (default ``module.qualname``), ``ttl``, ``max_attempts``,
-        ``overlap``, ``catch_up``, ``jitter``, ``retries``, ``retry_backoff``, ``timeout``,
-        ``payload`` (see docs/concepts.md, "Job options").
-        Raises ConfigurationError (naming the value) for anything invalid, before any
-        Redis work.
+        The options it does not set come from this runner's `default_ttl`,
+        `max_attempts` and `overlap`. Raises ConfigurationError (naming the value) for
+        a bad option or a key already registered, before any Redis work.
         """
-        call = make_caller(fn, args, kwargs)
-        if not isinstance(schedule, Schedule):
-            raise ConfigurationError(f"schedule must be a cronlock Schedule; got {schedule!r}")
-        key = options.get("key")
-        key = default_key(fn) if key is None else check_key(key)
-        job_options = parse_options(key, schedule, options, self._defaults)
+        job_options = parse_options(spec.key, spec.schedule, spec.options, self._defaults)
         with self._cond:
-            if key in self._jobs:
-                raise ConfigurationError(
-                    f"a job with key {key!r} is already registered in this runner; "
-                    "pass a distinct key=..."
-                )
-            job = Job(self, key, fn=fn, call=call, schedule=schedule, options=job_options)
-            job.tags = frozenset(tags)
-            self._jobs[key] = job
+            if spec.key in self._jobs:
+                raise duplicate_key_error(spec.key, "in this runner")
+            job = Job(
+                self,
+                spec.key,
+                fn=spec.fn,
+                call=spec.call,
+                schedule=spec.schedule,
+                options=job_options,
+            )
+            job.tags = spec.tags
+            self._jobs[spec.key] = job
             self.jobs_version += 1
             if self._seeded:
                 self._seed(job, self._now_ms())
                 self._cond.notify()
         return job
 
-    def cron(
-        self, expression: str, *, timezone: str = "UTC", dst_fold: str = "once", **options: Any
-    ) -> Callable[[F], F]:
-        """Decorator: run the function at each time a cron expression matches.
+    def _accept_task(self, name: str, fn: Callable[..., Any]) -> None:
+        self.tasks.add(name, fn)
 
-        ``H`` fields are hashed on the job key (``key=``, else ``module.qualname``), so
-        every replica derives the same minute. The function is returned unchanged.
-        """
-        CronSchedule(expression, timezone=timezone, dst_fold=dst_fold, hash_id="validate")
-
-        def schedule_for(key: str) -> Schedule:
-            return CronSchedule(expression, timezone=timezone, dst_fold=dst_fold, hash_id=key)
-
-        return self._decorator(schedule_for, options)
-
-    def interval(
-        self,
-        seconds: Any = 0,
-        *,
-        minutes: float = 0,
-        hours: float = 0,
-        offset: Any = 0,
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """Decorator: run every ``seconds + minutes + hours`` on the UTC epoch grid.
-
-        Slots are ``k * period + offset`` since the epoch, so every replica agrees on them
-        whenever it started.
-        """
-        schedule = IntervalSchedule.from_parts(seconds, minutes=minutes, hours=hours, offset=offset)
-        return self._decorator(lambda key: schedule, options)
-
-    def at(self, when: Any, **options: Any) -> Callable[[F], F]:
-        """Decorator: run once, cluster-wide, at ``when`` (aware datetime or ISO-8601)."""
-        schedule = OnceSchedule(when)
-        return self._decorator(lambda key: schedule, options)
-
-    def every(self, interval: int = 1) -> Every:
-        """The ``schedule`` library's DSL: ``runner.every(10).minutes.do(fn)``."""
-
-        def register(
-            schedule: Schedule,
-            fn: Callable[..., Any],
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-            tags: Any,
-        ) -> Job:
-            return self.add_job(fn, schedule, args=args, kwargs=kwargs, tags=tags)
-
-        return Every(interval, register, clock=self.clock.time)
-
-    def task(self, name: str) -> Callable[[F], F]:
-        """Decorator: register a handler by name, for schedules added at runtime.
-
-        Operators give the task schedules with
-        [`cronlock.Admin.add_schedule`][cronlock.admin.Admin.add_schedule] (or ``cronlock schedule
-        add``); every runner that has the task picks them up within ``poll_interval`` (at once
-        through pub/sub while connected). The schedule's JSON payload is ``ctx.payload``. See
-        `cronlock._dynamic`.
-
-        Example:
-            ```python
-            @runner.task("reindex")
-            def reindex(ctx):
-                print(ctx.payload)
-            ```
-        """
-        return self.tasks.decorator(name)
-
-    def _decorator(
-        self, schedule_for: Callable[[str], Schedule], options: dict[str, Any]
-    ) -> Callable[[F], F]:
-        check_option_names(options)
-
-        def decorate(fn: F) -> F:
-            key = options.get("key")
-            key = default_key(fn) if key is None else check_key(key)
-            self.add_job(fn, schedule_for(key), **{**options, "key": key})
-            return fn
-
-        return decorate
+    def _registration_time(self) -> Callable[[], float]:
+        return self.clock.time
 
     def job(self, key: str) -> Job:
         """The handle of a registered job; KeyError if there is none."""

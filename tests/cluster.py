@@ -16,7 +16,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from cronlock._server import RedisServer, free_port
+from cronlock.testing import RedisServer, free_port
 
 SLOTS = 16384
 
@@ -40,7 +40,7 @@ def start_cluster(masters: int = 3, timeout: float = 20.0) -> list[RedisServer]:
     servers: list[RedisServer] = []
     try:
         for _ in range(masters):
-            server = RedisServer(port=cluster_port())
+            server = RedisServer(port_picker=cluster_port)
             server.extra_args = (
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", os.path.join(server.dir, "nodes.conf"),

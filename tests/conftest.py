@@ -1,56 +1,157 @@
 """Shared fixtures: private Redis servers on free loopback ports, clients, clocks.
 
-Each pytest run starts its own server (see ``cronlock._server`` for which binary), so
+Each pytest run starts its own server (see ``cronlock.testing._server`` for which binary), so
 tests can flush, kill, pause and restart it without touching anything else on the
-machine. Set ``REDIS_URL`` to also run the ``client`` tests against that server; its
-database is flushed before each test, so point it at a database you can spare.
+machine.
+
+The suite never takes a Redis URL from the environment it runs in: ``REDIS_URL`` and
+``CRONLOCK_REDIS_URL`` are removed from ``os.environ`` when this file is loaded, so a
+URL exported for your application is neither used nor flushed (tests that exercise
+those variables set them themselves, and processes the tests start inherit neither).
+
+To also run the ``client``/``redis_url`` tests against a server of your own, set
+``CRONLOCK_TEST_REDIS_URL`` (read once, when this file is loaded). Its database is
+flushed before each of those tests, so the suite first checks that it is empty
+(``DBSIZE`` 0): a database holding keys the suite did not write is refused, and those
+tests are skipped with the reason. Point it at an empty database you can spare.
+
+Two safety nets run around every test:
+
+* a process the test started (``tests/procs.py``) whose process group is still alive
+  after the test's teardown is ended and fails the test;
+* a ``CronRunner`` still started at the end of a test module is stopped, and fails the
+  module's last test; one still started on a ``server_factory`` server when the test
+  ends, or on the session's server when the run ends, is stopped before that server is
+  and fails too. No runner keeps logging connection errors after its server is gone.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import pytest
 import redis
 
-from cronlock._server import RedisServer
+from cronlock import runner as runner_module
 from cronlock.clock import FakeClock
+from cronlock.testing import RedisServer
+from tests import procs
+
+#: Read once, at collection; the live environment is never consulted in fixtures.
+EXTRA_URL: Optional[str] = os.environ.get("CRONLOCK_TEST_REDIS_URL") or None
+for _name in ("REDIS_URL", "CRONLOCK_REDIS_URL"):
+    os.environ.pop(_name, None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist, slow tests run one at a time: they time real processes and servers.
+
+    Two slow tests at once on a 2-core machine can starve each other's replicas past a
+    slot (seen: a gunicorn test missing a slot at a load of 7). So every slow test joins
+    one xdist group, which one worker runs in order, while the other worker takes the
+    fresh-venv packaging tests (CPU, not timing) and any fast tests selected with them.
+    """
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            continue
+        packaging = item.nodeid.startswith("tests/packaging/")
+        item.add_marker(pytest.mark.xdist_group("packaging" if packaging else "slow"))
+
+
+def _started_runners() -> list[runner_module.CronRunner]:
+    return [r for r in list(runner_module._runners) if r.running]
+
+
+def _stop_runners_of(server: RedisServer) -> list[runner_module.CronRunner]:
+    """Stop the started runners whose client talks to ``server``; those runners."""
+    found = []
+    for r in _started_runners():
+        kwargs = getattr(getattr(r.client, "connection_pool", None), "connection_kwargs", {})
+        if kwargs.get("port") == server.port and kwargs.get("host") in (server.host, "localhost"):
+            r.stop(timeout=5)
+            found.append(r)
+    return found
+
+
+def _describe(runners: list[runner_module.CronRunner]) -> str:
+    return ", ".join(f"{r!r} jobs={[j.key for j in r.jobs]}" for r in runners)
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    """One private server for the whole run."""
+    """One private server for the whole run; runners still using it are stopped first."""
     server = RedisServer().start()
     yield server
+    left = _stop_runners_of(server)
     server.stop()
+    if left:
+        pytest.fail(f"runners still started at the end of the run: {_describe(left)}")
 
 
 @pytest.fixture
 def server_factory() -> Iterator[Callable[..., RedisServer]]:
-    """Start extra private servers (for fault tests); all are stopped after the test."""
+    """Start extra private servers (for fault tests); all are stopped after the test,
+    after any runner the test left started on them (which fails the test)."""
     started: list[RedisServer] = []
 
     def make(**kwargs: Any) -> RedisServer:
-        server = RedisServer(**kwargs).start()
-        started.append(server)
-        return server
+        server = RedisServer(**kwargs)
+        started.append(server)  # before start(): a failed start is cleaned up too
+        return server.start()
 
     yield make
+    left = [r for server in started for r in _stop_runners_of(server)]
     for server in started:
         server.stop()
+    if left:
+        pytest.fail(
+            f"runners left started on the test's servers (stopped now): {_describe(left)}",
+            pytrace=False,
+        )
 
 
 def _targets() -> list[str]:
-    return ["private", "env"] if os.environ.get("REDIS_URL") else ["private"]
+    return ["private", "extra"] if EXTRA_URL else ["private"]
+
+
+@pytest.fixture(scope="session")
+def extra_server_refusal() -> Optional[str]:
+    """Why ``CRONLOCK_TEST_REDIS_URL`` may not be used, or None once it was found empty.
+
+    Checked once per run, before the suite writes anything there: from then on the
+    database holds only what the suite wrote, and it is flushed before each test."""
+    assert EXTRA_URL is not None
+    with redis.Redis.from_url(EXTRA_URL, socket_timeout=5) as c:
+        try:
+            keys = c.dbsize()
+        except redis.RedisError as exc:
+            return f"CRONLOCK_TEST_REDIS_URL={EXTRA_URL} is unusable: {exc}"
+    if keys:
+        return (
+            f"CRONLOCK_TEST_REDIS_URL={EXTRA_URL} holds {keys} keys the suite did not "
+            "write; it flushes the database before each test, so it only uses an empty one"
+        )
+    return None
 
 
 @pytest.fixture(params=_targets())
 def redis_url(request: pytest.FixtureRequest, redis_server: RedisServer) -> str:
-    """The URL of a server this test may flush: the private one, and REDIS_URL if set."""
-    url = redis_server.url if request.param == "private" else os.environ["REDIS_URL"]
-    redis.Redis.from_url(url).flushdb()
+    """The URL of a server this test may flush: the private one, and
+    CRONLOCK_TEST_REDIS_URL if set (and empty when the run began)."""
+    if request.param == "private":
+        url = redis_server.url
+    else:
+        refusal = request.getfixturevalue("extra_server_refusal")
+        if refusal:
+            pytest.skip(refusal)
+        assert EXTRA_URL is not None
+        url = EXTRA_URL
+    with redis.Redis.from_url(url) as c:
+        c.flushdb()
     return url
 
 
@@ -66,3 +167,53 @@ def client(request: pytest.FixtureRequest, redis_url: str) -> Iterator[redis.Red
 def fake_clock() -> FakeClock:
     """A clock that moves only when the test says so."""
     return FakeClock(1_700_000_000.0)
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port where connections are refused for the whole test.
+
+    The port is bound but not listening: nothing can accept on it, and no other process
+    (a parallel worker's server) can take it meanwhile, as it could a port that was free
+    a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Iterator[None]:
+    """Fail a test that leaves a process group of its own alive, after ending it.
+
+    Autouse, so it is set up before the test's other function-scoped fixtures and torn
+    down after them: processes those fixtures end in their teardown do not count."""
+    mark = len(procs.started())
+    yield
+    leaked = procs.alive_since(mark)
+    if leaked:
+        procs.end_all(leaked, timeout=5)
+        pytest.fail(
+            "the test left these processes running (ended now): "
+            + "; ".join(f"pid {p.pid}: {p.args!r}" for p in leaked),
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_runner_outlives_its_module() -> Iterator[None]:
+    """Stop every CronRunner still started when a test module ends, and fail loudly.
+
+    Module-scoped and autouse: torn down after the module's other fixtures (which may
+    legitimately share a started runner across its tests) and before the session's
+    server, so a forgotten runner never outlives the server it talks to."""
+    yield
+    left = _started_runners()
+    for r in left:
+        r.stop(timeout=5)
+    if left:
+        pytest.fail(
+            f"{len(left)} CronRunner(s) still started at the end of the module (stopped "
+            "now); stop every runner a test or fixture starts, in a finally or teardown: "
+            + _describe(left),
+            pytrace=False,
+        )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cronlock.testing import wait_until
+from tests import procs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,21 +106,13 @@ class Replicas:
         args += ["--prefix", self.prefix, "--offset", str(offset), *extra]
         for job in self.jobs:
             args += ["--job", job]
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        proc = procs.spawn(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         self.procs.append(proc)
         return proc
 
     def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        """SIGTERM every replica's process group, SIGKILL what is left after 15 s."""
+        procs.end_all(self.procs, timeout=15)
 
     def alive(self) -> list[subprocess.Popen[str]]:
         return [p for p in self.procs if p.poll() is None]

@@ -38,6 +38,7 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 from werkzeug.exceptions import HTTPException
 
 from cronlock.errors import ConfigurationError
+from cronlock.outcomes import HistoryEvent
 
 logger = logging.getLogger("cronlock.flask")
 
@@ -46,9 +47,7 @@ ACTIONS = ("read", "pause", "resume", "trigger", "add_schedule", "remove_schedul
 MAX_HISTORY = 500
 DASHBOARD_HISTORY = 40  # entries in the dashboard's "recent runs"
 DASHBOARD_HISTORY_PER_JOB = 10
-END_EVENTS = frozenset(
-    {"succeeded", "failed", "cancelled", "taken_over", "abandoned", "expired", "replaced"}
-)
+END_EVENTS = frozenset(e.value for e in HistoryEvent if e.ends_run)
 
 Authorize = Callable[[str], bool]
 

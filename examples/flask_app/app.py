@@ -1,7 +1,10 @@
 """A small Flask app with three cronlock jobs and the management dashboard.
 
 Every gunicorn worker (and every replica of the app) registers the same jobs; Redis
-makes each occurrence run on one of them. See README.md for the two commands.
+makes each occurrence run on one of them. Redis is ``$REDIS_URL`` (default
+``redis://localhost:6379/0``); README.md starts an embedded server and the app::
+
+    REDIS_URL=valkey://127.0.0.1:6390 gunicorn -c gunicorn.conf.py app:app
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ from typing import Callable
 import pytest
 
 from cronlock import _claims
-from cronlock._proxy import TcpProxy
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer, TcpProxy
 from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas, wait_for_record
 

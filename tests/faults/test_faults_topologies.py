@@ -9,7 +9,6 @@ replicas survive, work resumes on the new master, nothing runs while no master a
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +18,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from cronlock._proxy import TcpProxy
-from cronlock._server import RedisServer, free_port
+from cronlock.testing import RedisServer, TcpProxy
 from tests.cluster import SLOTS, cluster_port
 from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas
@@ -32,26 +30,33 @@ FAST = ("--socket-timeout", "0.5")
 
 
 class Sentinels:
-    """``n`` sentinel processes watching ``master`` as ``mymaster``."""
+    """``n`` sentinel processes watching ``master`` as ``mymaster``.
+
+    Each is a :class:`RedisServer` in sentinel mode, so it gets a new port if another
+    process takes the one it picked before it binds it."""
 
     def __init__(self, master: RedisServer, n: int, directory: Path) -> None:
-        self.ports = [free_port() for _ in range(n)]
-        self.procs: list[subprocess.Popen[bytes]] = []
-        for port in self.ports:
-            conf = directory / f"sentinel-{port}.conf"
-            conf.write_text(
-                f"port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {directory}\n"
-                f"sentinel monitor mymaster {master.host} {master.port} 2\n"
-                "sentinel down-after-milliseconds mymaster 1000\n"
-                "sentinel failover-timeout mymaster 10000\n"
-            )
-            self.procs.append(
-                subprocess.Popen(
-                    [master.binary, str(conf), "--sentinel"],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+        self.servers: list[RedisServer] = []
+        try:
+            for i in range(n):
+                conf = directory / f"sentinel-{i}.conf"
+                conf.write_text(
+                    f"sentinel monitor mymaster {master.host} {master.port} 2\n"
+                    "sentinel down-after-milliseconds mymaster 1000\n"
+                    "sentinel failover-timeout mymaster 10000\n"
                 )
-            )
+                server = RedisServer(
+                    master.binary, config_file=str(conf), extra_args=("--sentinel",)
+                )
+                self.servers.append(server)
+                server.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def ports(self) -> list[int]:
+        return [s.port for s in self.servers]
 
     @property
     def spec(self) -> str:
@@ -69,10 +74,8 @@ class Sentinels:
         return 0
 
     def stop(self) -> None:
-        for proc in self.procs:
-            proc.kill()
-        for proc in self.procs:
-            proc.wait(10)
+        for server in self.servers:
+            server.stop()
 
 
 @pytest.fixture
@@ -164,7 +167,7 @@ def start_cluster_with_replicas(directory: Path) -> list[RedisServer]:
     servers: list[RedisServer] = []
     try:
         for i in range(6):
-            server = RedisServer(port=cluster_port())
+            server = RedisServer(port_picker=cluster_port)
             server.extra_args = (
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", str(directory / f"nodes-{i}.conf"),

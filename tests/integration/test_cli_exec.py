@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from cronlock._keys import LockKeys
-from cronlock._server import RedisServer, free_port
 from cronlock.lock import inspect, redis_lock
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
+from tests import procs
 
 # A child that records the first signal it gets, then exits 42.
 CHILD = r"""
@@ -43,7 +43,7 @@ def run_exec(
     url: str, key: str, *options: str, command: list[str]
 ) -> subprocess.CompletedProcess[str]:
     """Run ``cronlock exec`` to completion."""
-    return subprocess.run(
+    return procs.run(
         [*exec_args(url, key, *options), "--", *command],
         check=False,
         capture_output=True,
@@ -57,15 +57,19 @@ def run_exec(
 def start_child_under_lock(url: str, key: str, tmp_path: Path, *options: str) -> Any:
     """Start ``cronlock exec ... -- python CHILD`` and wait until the child is ready."""
     base = tmp_path / "child"
-    proc = subprocess.Popen(
+    proc = procs.spawn(
         [*exec_args(url, key, *options), "--", sys.executable, "-c", CHILD, str(base)],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env=env(),
     )
-    wait_until(lambda: base.with_suffix(".ready").exists() or proc.poll() is not None, 30)
-    assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    try:
+        wait_until(lambda: base.with_suffix(".ready").exists() or proc.poll() is not None, 30)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    except BaseException:
+        procs.end(proc)
+        raise
     return proc, base
 
 
@@ -110,7 +114,7 @@ def test_wait_gets_the_lock_once_it_is_released(
     """With --wait, the command runs after the holder releases."""
     marker = tmp_path / "ran"
     lock = redis_lock(redis_server.client(), key, ttl=30).acquire()
-    proc = subprocess.Popen(
+    with procs.running(
         [
             *exec_args(redis_server.url, key, "--ttl", "10", "--wait", "30"),
             "--",
@@ -119,14 +123,10 @@ def test_wait_gets_the_lock_once_it_is_released(
         ],
         env=env(),
         stdin=subprocess.DEVNULL,
-    )
-    try:
+    ) as proc:
         assert proc.poll() is None
         lock.release()
         assert proc.wait(30) == 0
-    finally:
-        proc.kill()
-        proc.wait()
     assert marker.exists()
 
 
@@ -140,8 +140,7 @@ def test_signals_are_forwarded_to_the_child(
         proc.send_signal(signum)
         assert proc.wait(30) == 42
     finally:
-        proc.kill()
-        proc.wait()
+        procs.end(proc)  # cronlock and the child it started
     assert base.with_suffix(".signal").read_text() == str(int(signum))
     assert inspect(redis_server.client(), key) is None
 
@@ -162,18 +161,19 @@ def test_lost_lock_terminates_the_child_and_exits_76(
         redis_server.client().delete(LockKeys.of("cronlock", key).lock)
         assert proc.wait(30) == 76
     finally:
-        proc.kill()
-        proc.wait()
+        procs.end(proc)  # cronlock and the child it started
     assert base.with_suffix(".signal").read_text() == str(int(signal.SIGTERM))
     assert proc.stderr is not None
     assert "was lost" in proc.stderr.read()
 
 
-def test_unreachable_redis_exits_69_without_running(tmp_path: Path, key: str) -> None:
+def test_unreachable_redis_exits_69_without_running(
+    tmp_path: Path, key: str, refused_port: int
+) -> None:
     """Fail closed: no Redis, no run, exit 69."""
     marker = tmp_path / "ran"
     out = run_exec(
-        f"redis://127.0.0.1:{free_port()}/0", key, "--ttl", "5", command=["touch", str(marker)]
+        f"redis://127.0.0.1:{refused_port}/0", key, "--ttl", "5", command=["touch", str(marker)]
     )
     assert out.returncode == 69
     assert not marker.exists()
@@ -201,5 +201,4 @@ def test_lock_is_held_while_the_command_runs(
         assert info.holder is not None
         assert info.holder.endswith(f":{proc.pid}")
     finally:
-        proc.terminate()
-        proc.wait(30)
+        procs.end(proc)

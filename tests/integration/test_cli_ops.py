@@ -17,8 +17,8 @@ import pytest
 import redis
 
 from cronlock import Admin, CronRunner, FakeClock
-from cronlock._server import RedisServer
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
+from tests import procs
 from tests.history import ROOT, History
 from tests.integration.test_cli import cli_env, cronlock
 
@@ -61,20 +61,13 @@ class Fleet:
     def start(self, *extra: str) -> None:
         args = [sys.executable, "-m", "tests.ops_replica", self.server.url]
         args += ["--record-dir", str(self.record_dir), "--prefix", PREFIX, *extra]
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        proc = procs.spawn(args, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        self.procs.append(proc)  # before the wait: a replica that never gets ready is ended too
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
-        self.procs.append(proc)
 
     def stop(self) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        procs.end_all(self.procs, timeout=15)
 
 
 @pytest.fixture
@@ -254,15 +247,14 @@ def test_run_starts_a_runner_and_stops_on_sigterm(server: RedisServer, tmp_path:
         "runner = CronRunner(redis.Redis.from_url(os.environ['URL']), prefix='ops-test')\n"
         "runner.interval(seconds=3600, key='hourly')(lambda: None)\n"
     )
-    proc = subprocess.Popen(
+    with procs.running(
         [sys.executable, "-m", "cronlock", "run", "myjobs:runner"],
         cwd=tmp_path,
         env=cli_env(URL=server.url),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
+    ) as proc:
         assert proc.stdout is not None
         assert "running" in proc.stdout.readline()
         admin = Admin(redis.Redis.from_url(server.url), PREFIX)
@@ -272,10 +264,6 @@ def test_run_starts_a_runner_and_stops_on_sigterm(server: RedisServer, tmp_path:
         assert proc.stderr is not None
         assert "stopped" in proc.stderr.read()
         assert admin.runners() == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
 
 
 def test_run_refuses_what_is_not_a_runner(tmp_path: Path) -> None:

@@ -86,15 +86,21 @@ class Served:
         self.runner = ext.runner_for(self.app)
         self.admin = Admin(self.runner.client, "dash-test")
         self.runner.start()  # registers the jobs and sends heartbeats: "runners alive"
-        self.runner.run_pending(NOW)  # one run of each interval job: history to show
-        self.server = make_server("127.0.0.1", 0, self.app, threaded=True)
-        self.base = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        try:
+            self.runner.run_pending(NOW)  # one run of each interval job: history to show
+            self.server = make_server("127.0.0.1", 0, self.app, threaded=True)
+            self.base = f"http://127.0.0.1:{self.server.server_port}"
+            self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+            self.thread.start()
+        except BaseException:
+            self.runner.stop(timeout=5)
+            raise
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.runner.stop(timeout=5)
+        try:
+            self.server.shutdown()
+        finally:
+            self.runner.stop(timeout=5)  # before the fixture's server is stopped
 
 
 @pytest.fixture

@@ -8,11 +8,13 @@ import sys
 
 import pytest
 
+from tests import procs
+
 pytestmark = pytest.mark.slow
 
 
 def demo(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return procs.run(
         [sys.executable, "-m", "cronlock", "demo", *args],
         capture_output=True,
         text=True,

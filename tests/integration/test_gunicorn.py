@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -22,8 +21,8 @@ import pytest
 import redis
 
 from cronlock import Admin, CronRunner
-from cronlock._server import RedisServer
-from cronlock.testing import free_port, wait_until
+from cronlock.testing import RedisServer, wait_until
+from tests import procs
 from tests.history import ROOT, History
 
 pytest.importorskip("gunicorn")
@@ -49,20 +48,23 @@ class Gunicorn:
         conf: Path = CONF,
         prefix: Optional[str] = None,
     ) -> None:
-        self.port = free_port()
         self.record_dir = record_dir
         env = {
             **os.environ,
             "GT_REDIS_URL": redis_url,
             "GT_RECORD_DIR": str(record_dir),
             "GT_JOBS": jobs,
-            "GT_PREFIX": prefix or f"gunicorn-{self.port}",
+            "GT_PREFIX": prefix or f"gunicorn-{record_dir.name}",
             "GT_AUTOSTART": "1" if "--preload" in extra else "0",
             "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])),
         }
-        args = [sys.executable, "-m", "gunicorn", "-c", str(conf), "-w", "4"]
-        args += ["-b", f"127.0.0.1:{self.port}", *extra, "tests.gunicorn_app.app:app"]
-        self.proc = subprocess.Popen(args, cwd=ROOT, env=env)
+        args = [sys.executable, "-m", "gunicorn", "-c", str(conf), "-w", "4", *extra]
+        # It serves on a socket bound here and passed down: no port race with others.
+        self.proc, self.port = procs.spawn_listening(
+            lambda fd: [*args, "-b", f"fd://{fd}", "tests.gunicorn_app.app:app"],
+            cwd=ROOT,
+            env=env,
+        )
 
     def get(self) -> Optional[dict[str, object]]:
         try:
@@ -77,14 +79,14 @@ class Gunicorn:
         assert self.proc.poll() is None, "gunicorn exited during startup"
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        """SIGTERM the master (it stops its workers); its status. Whatever is left of
+        the process group is killed in any case."""
         try:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
             return self.proc.wait(40)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            raise
+        finally:
+            procs.end(self.proc)
 
 
 def _slots_since(history: History, job: str, t0: float) -> list[int]:
@@ -276,9 +278,11 @@ def test_a_forked_runner_is_a_runner_of_its_own(redis_server: RedisServer) -> No
         os.write(write_end, f"{runner.runner_id} {runner.holder}".encode())
         os._exit(0)
     os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        child_id, child_holder = pipe.read().split()
-    os.waitpid(pid, 0)
+    try:
+        with os.fdopen(read_end) as pipe:
+            child_id, child_holder = pipe.read().split()
+    finally:
+        assert procs.reap(pid) == 0
     assert child_id != runner.runner_id
     assert child_holder.split(":")[1] == str(pid)
     assert runner.holder.split(":")[1] == str(os.getpid())

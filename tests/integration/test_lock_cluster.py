@@ -12,6 +12,7 @@ from redis.cluster import RedisCluster
 from cronlock import LockLost, LockNotAcquired, RedisLock, _forksafe, inspect, redis_lock
 from cronlock._keys import LockKeys
 from cronlock.testing import wait_until
+from tests import procs
 from tests.cluster import cluster_client, cluster_nodes
 
 __all__ = ["cluster_client", "cluster_nodes"]  # fixtures, used by name
@@ -87,5 +88,5 @@ def test_a_renewing_hold_on_a_cluster_has_every_node_pool_held_across_fork(
                 code = 0 if cluster_client.ping(target_nodes=RedisCluster.ALL_NODES) else 1
             finally:
                 os._exit(code)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+        code = procs.reap(pid)
+    assert code == 0

@@ -12,6 +12,7 @@ import redis
 
 from cronlock import RedisLock, redis_lock
 from cronlock._keys import LockKeys
+from tests import procs
 
 KEYS = LockKeys.of("cronlock", "counter")
 PROCESSES = 6
@@ -37,12 +38,19 @@ def test_processes_never_overlap(redis_url: str) -> None:
     """6 processes x 12 read-modify-writes: no lost update, no overlap, fences increase in order."""
     client = redis.Redis.from_url(redis_url)
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_contend, args=(redis_url, i)) for i in range(PROCESSES)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(120)
-        assert proc.exitcode == 0
+    contenders = [ctx.Process(target=_contend, args=(redis_url, i)) for i in range(PROCESSES)]
+    try:
+        for proc in contenders:
+            proc.start()
+        for proc in contenders:
+            proc.join(120)
+    finally:  # none outlives the test, whatever failed
+        for proc in contenders:
+            if proc.is_alive():
+                proc.kill()
+            if proc.pid is not None:
+                proc.join(10)
+    assert [proc.exitcode for proc in contenders] == [0] * PROCESSES
     assert int(client.get("counter") or 0) == PROCESSES * ROUNDS
     holds = sorted(
         (float(s), float(e), int(f), int(w))
@@ -64,8 +72,7 @@ def _fork(child: Any) -> int:
             code = child()
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    return procs.reap(pid)
 
 
 def test_child_does_not_release_parents_lock(redis_server: Any) -> None:

@@ -11,13 +11,12 @@ import pytest
 import redis
 
 from cronlock import ConfigurationError, RedisLock, exclusive, inspect, redis_lock
-from cronlock._server import free_port
 
 
 @pytest.fixture
-def dead_client() -> Iterator[redis.Redis]:
+def dead_client(refused_port: int) -> Iterator[redis.Redis]:
     """A client for a port nobody listens on: any command sent would raise ConnectionError."""
-    client = redis.Redis(port=free_port(), socket_connect_timeout=0.2)
+    client = redis.Redis(port=refused_port, socket_connect_timeout=0.2)
     yield client
     client.close()
 

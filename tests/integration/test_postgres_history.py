@@ -26,6 +26,7 @@ import redis
 from cronlock import ConfigurationError, CronRunner, FakeClock, JobContext
 from cronlock.observers import RunRecord
 from cronlock.testing import free_port, wait_until
+from tests import procs
 
 psycopg = pytest.importorskip("psycopg")
 from cronlock.postgres import COLUMNS, PostgresHistory  # noqa: E402
@@ -316,10 +317,11 @@ def test_unreachable_postgres_neither_breaks_nor_slows_runs(
     schema: str,
     histories: list[PostgresHistory],
     caplog: pytest.LogCaptureFixture,
+    refused_port: int,
 ) -> None:
     """With PostgreSQL unreachable, runs go on; past the buffer, records drop with one WARNING."""
     caplog.set_level(logging.WARNING, logger="cronlock.postgres")
-    history = _history(histories, _dsn_with("127.0.0.1", free_port()), schema, buffer=3)
+    history = _history(histories, _dsn_with("127.0.0.1", refused_port), schema, buffer=3)
     clock = FakeClock(T0 - 1)
     runner = CronRunner(client, prefix=PREFIX, clock=clock, default_ttl=5, observers=[history])
     ran: list[int] = []
@@ -431,8 +433,7 @@ def test_a_forked_child_writes_through_its_own_connection(
                 code = 0 if history.close(timeout=20) and history.written == 1 else 2
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert procs.reap(pid) == 0
     assert history.close(timeout=30)
     assert history._conn is None or history._conn.info.backend_pid == backend
     rows = _rows(schema)

@@ -13,7 +13,8 @@ from typing import Any, Callable
 import pytest
 
 from cronlock import CronRunner, IntervalSchedule, JobContext, redis_lock
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
+from tests import procs
 
 pytestmark = pytest.mark.slow
 
@@ -41,10 +42,12 @@ def _fork_and_run(runner: CronRunner, seconds: float, marker: Path) -> None:
             code = 1
         finally:
             os._exit(code)
-    time.sleep(seconds)
-    runner.stop(timeout=2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    try:
+        time.sleep(seconds)
+        runner.stop(timeout=2)
+    finally:
+        code = procs.reap(pid)
+    assert code == 0
 
 
 def test_a_started_runner_restarts_in_the_child_and_slots_still_run_once(
@@ -102,16 +105,11 @@ def _fork_while_inside_the_pool(pool: Any, in_child: Callable[[], object]) -> st
             code = 0 if in_child() else 1
         finally:
             os._exit(code)
-    thread.join()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return "ok" if os.waitstatus_to_exitcode(status) == 0 else "failed"
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return "hung"
+    try:
+        thread.join()
+    finally:
+        code = procs.reap(pid, timeout=10)
+    return {0: "ok", -signal.SIGKILL: "hung"}.get(code, "failed")
 
 
 def test_a_fork_while_a_runner_thread_is_inside_the_pool_leaves_the_child_working(

@@ -10,7 +10,6 @@ process appended to its own file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -23,8 +22,8 @@ import pytest
 import redis
 
 from cronlock import Admin
-from cronlock._server import RedisServer
-from cronlock.testing import free_port, wait_until
+from cronlock.testing import RedisServer, free_port, wait_until
+from tests import procs
 from tests.history import ROOT, History
 from tests.integration.test_gunicorn import _assert_each_slot_once, _assert_no_overlap, _slots_since
 
@@ -96,14 +95,7 @@ class Uwsgi:
         args += ["--http-socket", f"127.0.0.1:{self.port}", "--pythonpath", str(ROOT)]
         args += ["--module", APP, "--worker-reload-mercy", "10", "--disable-logging", *extra]
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                args,
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            self.proc = procs.spawn(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         self.killed = False
 
     def get(self) -> bool:
@@ -123,7 +115,12 @@ class Uwsgi:
         return self.log.read_text(errors="replace")
 
     def stop(self) -> Optional[int]:
-        """SIGINT (uWSGI 2.0: stop master and workers); SIGKILL the group if it hangs."""
+        """SIGINT the master (uWSGI 2.0: stop master and workers); None if it hung.
+
+        SIGINT, not SIGTERM: Debian's uWSGI 2.0 reloads on SIGTERM. The master installs
+        its own SIGINT handler, so an inherited "ignore SIGINT" does not matter. Whatever
+        is left of the process group is SIGKILLed in any case.
+        """
         try:
             if self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGINT)
@@ -133,9 +130,7 @@ class Uwsgi:
                 self.killed = True
                 return None
         finally:
-            with contextlib.suppress(ProcessLookupError):  # workers left behind, if any
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(5)
+            procs.end(self.proc, signal.SIGKILL, timeout=1)
 
 
 @pytest.fixture

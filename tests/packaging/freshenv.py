@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Union
 
+from tests import procs
+
 #: The checkout these tests belong to.
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +49,7 @@ def copy_checkout(dest: Path) -> Path:
 
 def make_venv(path: Path) -> Path:
     """Create a venv at ``path`` with this interpreter (its base, not its site-packages)."""
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
+    procs.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
     return path
 
 
@@ -76,7 +78,7 @@ def run(
     input_text: Optional[str] = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run a command, capturing output; on failure the assertion shows what it printed."""
-    result = subprocess.run(
+    result = procs.run(
         ["bash", "-c", args] if shell else args,
         cwd=cwd,
         env=env,

@@ -89,7 +89,9 @@ def test_readme_quick_start_makes_and_activates_a_venv_before_installing() -> No
     made = [i for i, words in enumerate(steps) if _venv_made_by(words) is not None]
     activated = [i for i, words in enumerate(steps) if _venv_activated_by(words) is not None]
     pip = [i for i, words in enumerate(steps) if words[:2] == ["pip", "install"]]
-    assert made and activated and pip, steps
+    assert made, steps
+    assert activated, steps
+    assert pip, steps
     assert made[0] < activated[0] < pip[0], steps
 
 

@@ -8,11 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronlock._cli._common import EXIT_CODES, CliError, redis_url, render_table
-from cronlock._cli.exec_lock import child_status, command_of
-from cronlock._cli.locks import key_from_redis_key
-from cronlock._cli.next_times import fire_rows, format_offset, parse_after
 from cronlock.cli import COMMANDS, build_parser, main
+from cronlock.cli._common import EXIT_CODES, CliError, redis_url, render_table, resolve_prefix
+from cronlock.cli._exec_lock import child_status, command_of
+from cronlock.cli._locks import key_from_redis_key
+from cronlock.cli._next_times import fire_rows, format_offset, parse_after
 
 ATHENS = ZoneInfo("Europe/Athens")
 
@@ -30,7 +30,62 @@ def test_global_defaults_survive_a_subcommand() -> None:
     args = build_parser().parse_args(["--prefix", "app", "locks"])
     assert args.prefix == "app"
     plain = build_parser().parse_args(["locks"])
-    assert (plain.prefix, plain.json, plain.redis_url) == ("cronlock", False, None)
+    # No --prefix: None until resolve_prefix() reads $CRONLOCK_PREFIX or the default.
+    assert (plain.prefix, plain.json, plain.redis_url) == (None, False, None)
+
+
+def test_prefix_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--prefix beats $CRONLOCK_PREFIX, which beats ``cronlock``; each is recorded."""
+    monkeypatch.setenv("CRONLOCK_PREFIX", "myapp")
+    given = build_parser().parse_args(["jobs", "--prefix", "other"])
+    resolve_prefix(given)
+    assert (given.prefix, given.prefix_from) == ("other", "--prefix")
+    from_env = build_parser().parse_args(["jobs"])
+    resolve_prefix(from_env)
+    assert (from_env.prefix, from_env.prefix_from) == ("myapp", "CRONLOCK_PREFIX")
+    monkeypatch.setenv("CRONLOCK_PREFIX", "")
+    default = build_parser().parse_args(["jobs"])
+    resolve_prefix(default)
+    assert (default.prefix, default.prefix_from) == ("cronlock", "default")
+
+
+def test_a_bad_cronlock_prefix_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRONLOCK_PREFIX", " padded")
+    with pytest.raises(CliError) as error:
+        resolve_prefix(build_parser().parse_args(["jobs"]))
+    assert error.value.code == 2
+    assert str(error.value).startswith("$CRONLOCK_PREFIX: ")
+    assert "' padded'" in str(error.value)
+
+
+def _options_without_help(parser: argparse.ArgumentParser, path: str) -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                missing += _options_without_help(sub, f"{path} {name}")
+        elif not action.help or action.help == argparse.SUPPRESS:
+            missing.append(f"{path}: {'/'.join(action.option_strings) or action.dest}")
+    return missing
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    """``--help`` of every command and subcommand explains each option and argument."""
+    assert _options_without_help(build_parser(), "cronlock") == []
+
+
+def test_run_offers_no_connection_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """`run` takes no --redis-url/--prefix/--json: its runner has its own client and prefix."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    run_parser = commands.choices["run"]
+    offered = {o for action in run_parser._actions for o in action.option_strings}
+    assert offered == {"-h", "--help", "-v", "--verbose", "--stop-timeout"}
+    assert "ignored" not in run_parser.format_help()
+    assert main(["--prefix", "app", "run", "nowhere:runner"]) == 2
+    assert "--prefix given, but `run` does not use it" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as parse_error:
+        main(["run", "--redis-url", "redis://h", "nowhere:runner"])
+    assert parse_error.value.code == 2
 
 
 def test_exec_keeps_the_command_options_for_the_command() -> None:

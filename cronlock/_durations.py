@@ -1,0 +1,48 @@
+"""Durations given in seconds, as the whole milliseconds every part of cronlock counts in.
+
+Pure (no redis, no threads), so the schedules use it as well as the lock, the runner
+and the job options: one conversion, one set of messages.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any, Union
+
+from cronlock.errors import ConfigurationError
+
+Seconds = Union[int, float, timedelta]
+
+
+def seconds_to_ms(value: Any, name: str, *, allow_zero: bool = False, signed: bool = False) -> int:
+    """Convert seconds (int, float or timedelta) to whole milliseconds, refusing nonsense.
+
+    Millisecond precision is kept: 0.25 s is 250 ms, not truncated to 0 s.
+
+    Args:
+        value: the seconds.
+        name: what the value is, for the messages (`"ttl of job 'k'"`).
+        allow_zero: accept 0 (else the least is 1 ms).
+        signed: accept any finite value, negative too (offsets); bounds are the
+            caller's.
+
+    Raises:
+        TypeError: not an int, float or timedelta (a bool is refused).
+        ConfigurationError: NaN, infinite, or out of bounds; the message names `value`.
+    """
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be seconds as int, float or timedelta; got {value!r}")
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ConfigurationError(f"{name} must be a finite number of seconds; got {value!r}")
+    ms = round(seconds * 1000)
+    if signed:
+        return ms
+    if ms < 0 or (ms == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0 (at least 1 ms)"
+        raise ConfigurationError(f"{name} must be {bound}; got {value!r}")
+    return ms
