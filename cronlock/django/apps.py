@@ -11,6 +11,7 @@ from django.conf import settings
 from django.utils.module_loading import autodiscover_modules
 
 from cronlock import gunicorn as _gunicorn
+from cronlock import uwsgi as _uwsgi
 from cronlock._autostart import at_exit, stop_at_exit
 from cronlock._redisurl import client_from_url
 from cronlock.django import runner as project
@@ -33,8 +34,9 @@ class CronlockConfig(AppConfig):
     hand it to the gunicorn hooks ([`cronlock.gunicorn.manage`][cronlock.gunicorn.manage]),
     bind [`cronlock.django.runner`][cronlock.django.runner] to it, import every installed
     app's ``jobs`` module, and start the runner if this process serves (see
-    [`should_autostart`][cronlock.django.should_autostart]). A started runner is
-    stopped at interpreter exit.
+    [`should_autostart`][cronlock.django.should_autostart]); under uWSGI it is handed
+    to [`cronlock.uwsgi.manage`][cronlock.uwsgi.manage] instead, which starts it in each
+    worker. A started runner is stopped at interpreter exit.
     """
 
     name = "cronlock.django"
@@ -54,7 +56,11 @@ class CronlockConfig(AppConfig):
         start, why = should_autostart(config.autostart, config.autostart_commands)
         project.autostart = (start, why)
         logger.debug("cronlock: autostart=%s (%s), %d job(s)", start, why, len(real.jobs))
-        if start:
+        if start and _uwsgi.inside_uwsgi():
+            # As the Flask extension does: run in each uWSGI worker, never in a master
+            # whose fork() would leave the workers a copy without threads.
+            _uwsgi.manage(real, stop_timeout=config.stop_timeout)
+        elif start:
             real.start()
 
 
