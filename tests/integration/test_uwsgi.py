@@ -1,31 +1,29 @@
 """Real uWSGI masters and workers serving the Flask test app with cronlock: one run per slot.
 
-Two builds, where installed: the ``pyuwsgi`` wheel (Python threads run without
-``enable-threads``) and Debian's ``uwsgi-core`` with its ``python3`` plugin (they do not).
-Each case starts ``--master --processes 3`` on ``tests/gunicorn_app/uwsgi_app.py`` (the
-app of the gunicorn tests, autostart on) against a private Redis server, lets a 1 s
-interval job run for a few slots, stops uWSGI, and checks the start/end records every
-process appended to its own file.
+Two builds, where installed (``tests/uwsgi_server.py`` finds them, starts and stops the
+masters): the ``pyuwsgi`` wheel (Python threads run without ``enable-threads``) and
+Debian's ``uwsgi-core`` with its ``python3`` plugin (they do not). Each case starts
+``--master --processes 3`` on ``tests/gunicorn_app/uwsgi_app.py`` (the app of the
+gunicorn tests, autostart on) against a private Redis server, lets a 1 s interval job
+run for a few slots, stops uWSGI, and checks the start/end records every process
+appended to its own file. (The Django project under uWSGI: ``test_django.py``.)
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Callable, NoReturn, Optional
+from typing import Callable
 
 import pytest
 import redis
 
 from cronlock import Admin
-from cronlock.testing import RedisServer, free_port, wait_until
-from tests import procs
+from cronlock.testing import RedisServer, wait_until
 from tests.history import ROOT, History
 from tests.integration.test_gunicorn import _assert_each_slot_once, _assert_no_overlap, _slots_since
+from tests.uwsgi_server import UwsgiServer
 
 pytest.importorskip("flask")
 
@@ -33,62 +31,15 @@ pytestmark = pytest.mark.slow
 
 SLOTS = 6
 APP = "tests.gunicorn_app.uwsgi_app:app"
-PYUWSGI = Path(sys.executable).with_name("uwsgi")
-DEBIAN = Path("/usr/bin/uwsgi-core")
-DEBIAN_PLUGIN = Path(
-    f"/usr/lib/uwsgi/plugins/python{sys.version_info[0]}{sys.version_info[1]}_plugin.so"
-)
-
-
-def _missing(reason: str) -> NoReturn:
-    """Skip (locally) or fail (under CI=true, whose .ci/run installs both builds)."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"UWSGI TEST NOT RUN: {reason} -- CI must install it", pytrace=False)
-    pytest.skip(reason)
-
-
-def _command(build: str) -> list[str]:
-    """How to start a uWSGI of ``build``; skips the test where it is not installed."""
-    if build == "pyuwsgi":
-        if not PYUWSGI.exists():
-            _missing("pyuwsgi is not installed (pip install pyuwsgi)")
-        return [str(PYUWSGI)]
-    if not (DEBIAN.exists() and DEBIAN_PLUGIN.exists()):
-        _missing(f"Debian's uwsgi-core with {DEBIAN_PLUGIN.name} is not installed")
-    # Debian's plugin embeds Debian's own libpython (3.11.2 on bookworm), not this
-    # interpreter, so it needs packages installed for that Python: a venv made with
-    # Debian's python3 and `pip install -e ".[flask]"`, named by this variable.
-    venv = os.environ.get("CRONLOCK_TEST_UWSGI_DEBIAN_VENV")
-    if not venv:
-        _missing("set CRONLOCK_TEST_UWSGI_DEBIAN_VENV to a venv of Debian's python3")
-    site = subprocess.check_output(
-        [
-            str(Path(venv) / "bin" / "python"),
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-        ],
-        text=True,
-    ).strip()
-    return [
-        str(DEBIAN),
-        "--plugin",
-        DEBIAN_PLUGIN.stem.removesuffix("_plugin"),
-        "--pythonpath",
-        site,
-    ]
-
-
 BUILDS = [pytest.param("pyuwsgi", id="pyuwsgi"), pytest.param("debian", id="debian")]
 
 
-class Uwsgi:
+class Uwsgi(UwsgiServer):
     """One uWSGI master (and its workers) serving the test app."""
 
     def __init__(  # noqa: PLR0917 - one call site per test, every argument named there
         self, build: str, redis_url: str, record_dir: Path, jobs: str, extra: list[str], prefix: str
     ) -> None:
-        self.port = free_port()
-        self.log = record_dir.parent / f"uwsgi-{self.port}.log"
         env = {
             **os.environ,
             "GT_REDIS_URL": redis_url,
@@ -98,46 +49,13 @@ class Uwsgi:
             "GT_AUTOSTART": "1",
             "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])),
         }
-        args = [*_command(build), "--master", "--processes", "3", "--need-app"]
-        args += ["--http-socket", f"127.0.0.1:{self.port}", "--pythonpath", str(ROOT)]
-        args += ["--module", APP, "--worker-reload-mercy", "10", "--disable-logging", *extra]
-        with self.log.open("wb") as out:
-            self.proc = procs.spawn(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        self.killed = False
+        options = ["--processes", "3", "--need-app", "--pythonpath", str(ROOT), "--module", APP]
+        options += ["--worker-reload-mercy", "10", "--disable-logging", *extra]
+        super().__init__(build, options, cwd=ROOT, env=env, log_dir=record_dir.parent)
 
     def get(self) -> bool:
-        try:
-            import urllib.request
-
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=5) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    def wait_serving(self) -> None:
-        wait_until(lambda: self.proc.poll() is not None or self.get(), timeout=60, interval=0.2)
-        assert self.proc.poll() is None, f"uWSGI exited during startup:\n{self.output()}"
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> Optional[int]:
-        """SIGINT the master (uWSGI 2.0: stop master and workers); None if it hung.
-
-        SIGINT, not SIGTERM: Debian's uWSGI 2.0 reloads on SIGTERM. The master installs
-        its own SIGINT handler, so an inherited "ignore SIGINT" does not matter. Whatever
-        is left of the process group is SIGKILLed in any case.
-        """
-        try:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGINT)
-            try:
-                return self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.killed = True
-                return None
-        finally:
-            procs.end(self.proc, signal.SIGKILL, timeout=1)
+        """True if the app answers ``GET /`` with 200."""
+        return self.status() == 200
 
 
 @pytest.fixture
