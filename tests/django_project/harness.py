@@ -1,7 +1,9 @@
-"""Start the test project's processes (``manage.py``, gunicorn) for the Django tests.
+"""Start the test project's processes (``manage.py``, gunicorn, uWSGI) for the Django tests.
 
 Every process is started in a session of its own, and `Project.close` ends each whole
 process group that is still alive, so a test that fails half-way leaves nothing behind.
+(A uWSGI master goes through ``tests/uwsgi_server.py`` and ``tests/procs.py``, whose
+``stop`` ends its group.)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cronlock.testing import free_port, wait_until
+from tests.uwsgi_server import UwsgiServer
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -85,6 +88,23 @@ class Project:
     def gunicorn(self, *extra: str, workers: int = 3) -> Gunicorn:
         """A gunicorn master serving ``dtproject.wsgi`` with ``workers`` workers."""
         return Gunicorn(self, list(extra), workers)
+
+    def uwsgi(self, *extra: str, processes: int = 3) -> UwsgiServer:
+        """A pyuwsgi master serving ``dtproject.uwsgi_app`` with ``processes`` workers.
+
+        Skips the test where pyuwsgi is not installed (fails under ``CI=true``).
+        """
+        options = ["--processes", str(processes), "--need-app", "--pythonpath", str(HERE)]
+        options += ["--pythonpath", str(ROOT), "--module", "dtproject.uwsgi_app:application"]
+        options += ["--worker-reload-mercy", "10", "--disable-logging", *extra]
+        return UwsgiServer(
+            "pyuwsgi",
+            options,
+            cwd=HERE,
+            env=self.env,
+            log_dir=self.records.parent,
+            ready_path="/cronlock/health",
+        )
 
     def close(self) -> None:
         """End every process group still alive."""

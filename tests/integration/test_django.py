@@ -1,4 +1,4 @@
-"""The Django app in real processes: gunicorn masters and workers, ``manage.py`` commands.
+"""The Django app in real processes: gunicorn and uWSGI masters and workers, ``manage.py``.
 
 The project is ``tests/django_project`` (``cronlock.django`` in ``INSTALLED_APPS``, jobs
 in ``ticks/jobs.py``, SQLite in the test's tmp dir), against a private Redis server. A
@@ -12,9 +12,9 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import pytest
 import redis
@@ -26,6 +26,7 @@ from cronlock import Admin
 from cronlock.testing import RedisServer, wait_until
 from tests.django_project.harness import Gunicorn, Project
 from tests.history import History
+from tests.uwsgi_server import UwsgiServer
 
 SLOTS = 6
 TICK = "tick:1:0.05:5"
@@ -51,13 +52,17 @@ def _admin(project: Project, server: RedisServer) -> Admin:
 
 
 def _run(
-    project: Project, masters: list[Gunicorn], during: Callable[[], None] = lambda: None
+    project: Project,
+    masters: Sequence[Union[Gunicorn, UwsgiServer]],
+    during: Callable[[], None] = lambda: None,
+    *,
+    lead: float = 1.0,
 ) -> tuple[History, float, float]:
-    """Serve until SLOTS + 1 slots of ``tick`` started after the first full second."""
+    """Serve until SLOTS + 1 slots of ``tick`` started ``lead`` full seconds on."""
     try:
         for master in masters:
             master.wait_serving()
-        t0 = int(time.time()) + 1.0
+        t0 = int(time.time()) + lead
 
         def enough() -> bool:
             during()
@@ -143,6 +148,35 @@ def test_two_gunicorn_masters_share_the_slots(
     assert len(workers) == 6
     assert _runner_pids(history, window) <= workers
     assert 6 in seen, f"never saw six runners: {seen[-5:]}"
+
+
+@pytest.mark.slow
+def test_uwsgi_fork_mode_three_workers_run_each_slot_once(
+    project: Project, server: RedisServer
+) -> None:
+    """pyuwsgi --master --processes 3 --enable-threads (fork mode): each slot once, in a worker.
+
+    The master imports the project (no ``lazy-apps``), so ``ready()`` runs there;
+    AUTOSTART is on, and the app hands the runner to ``cronlock.uwsgi.manage``, which
+    starts it in each worker after the fork and never in the master: the three live
+    runners are the three workers, and SIGINT stops the master with status 0.
+    """
+    master = project.uwsgi("--enable-threads")
+    admin = _admin(project, server)
+    seen: list[set[int]] = []
+    # Two seconds on: a worker started just before a slot boundary runs the slot before
+    # it as a catch-up and the next one is skipped as busy (test_uwsgi.py says more).
+    history, t0, stopped_at = _run(
+        project, [master], lambda: seen.append({r.pid for r in admin.runners()}), lead=2.0
+    )
+    window = _each_slot_once(history, t0, stopped_at)
+    workers = {r["pid"] for r in history.events("worker")}
+    assert len(workers) == 3
+    assert {r["master"] for r in history.events("worker")} == {master.proc.pid}
+    assert all(all(r["running"]) for r in history.events("worker"))
+    assert master.proc.pid not in _runner_pids(history, window), "the uWSGI master ran a job"
+    assert _runner_pids(history, window) <= workers
+    assert workers in seen, f"runners seen {seen[-3:]}, workers {workers}"
 
 
 @pytest.mark.slow
