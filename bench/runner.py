@@ -44,7 +44,7 @@ from typing import Any, Callable
 import redis
 
 from cronlock import CronRunner, FakeClock, IntervalSchedule, JobContext
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
 
 DAY = 86_400
 

@@ -25,6 +25,7 @@ from cronlock.errors import (
 from cronlock.exclusive import configure, exclusive
 from cronlock.job import Job
 from cronlock.lock import LockInfo, RedisLock, inspect, redis_lock
+from cronlock.marks import at, cron, interval
 from cronlock.runner import CronRunner
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 
@@ -54,9 +55,12 @@ __all__ = [
     "Schedule",
     "SystemClock",
     "__version__",
+    "at",
     "client_from_url",
     "configure",
+    "cron",
     "exclusive",
     "inspect",
+    "interval",
     "redis_lock",
 ]

@@ -11,6 +11,7 @@ live on the same node.
 | ``P:queue:{K}``         | zset    | waiting acquirers by arrival (us); PX 2x place |
 | ``P:qexp:{K}``          | zset    | when each waiter's place lapses (ms); same PX  |
 | ``P:wake:{K}:TOKEN``    | list    | wakes one waiter; PX 5 s                       |
+| ``P:slot:{K}``          | string  | ``exec --slot``: last claimed occurrence (ms)  |
 | ``P:job:{K}``           | hash    | a job's claim state (see docs/how-it-works)    |
 | ``P:history:{K}``       | stream  | a job's run history; capped by count and age   |
 | ``P:trigger:{K}``       | list    | a job's pending manual-run requests (<= 100)   |
@@ -60,6 +61,11 @@ class LockKeys(NamedTuple):
     def wake(self, token: str) -> str:
         """The list that wakes the waiter holding ``token`` (same hash tag as the lock)."""
         return self.wake_prefix + token
+
+
+def exec_slot_key(prefix: str, key: str) -> str:
+    """``cronlock exec --slot``: the latest occurrence claimed for lock ``key`` (epoch ms)."""
+    return f"{prefix}:slot:{tag(key)}"
 
 
 def job_key(prefix: str, key: str) -> str:

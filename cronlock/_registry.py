@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from cronlock._cron import zone_key
 from cronlock._jsonable import jsonable
 from cronlock._version import __version__
 from cronlock.context import ms_to_datetime
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+from cronlock.schedules._cronzone import zone_key
 from cronlock.stores.redis.store import RedisStore
 
 if TYPE_CHECKING:

@@ -127,11 +127,6 @@ class FakeClock:
         return f"FakeClock({self._now!r})"
 
 
-def monotonic() -> float:
-    """The monotonic clock (seconds): for lease and timeout deadlines (rule 2)."""
-    return time.monotonic()
-
-
 def sleep(seconds: float) -> None:
     """Wait ``seconds`` on the real clock (a short back-off between store calls)."""
     time.sleep(seconds)
@@ -160,3 +155,14 @@ def as_clock(clock: ClockLike) -> Clock:
     raise ConfigurationError(
         f"clock must be a Clock, a callable returning epoch seconds, or None; got {clock!r}"
     )
+
+
+def monotonic() -> float:
+    """Seconds on this process's monotonic clock: the one source of deadlines.
+
+    Lease and timeout deadlines (a lock's `remaining()`, when to renew, how long to wait)
+    use it rather than an injected `Clock`: they measure how long ago a request was
+    *sent*, which must not jump when the wall clock is stepped (NTP, a skewed replica, a
+    test's fake clock). Whether a lease is still valid is decided on Redis's clock.
+    """
+    return time.monotonic()

@@ -25,7 +25,9 @@ Example:
 Threads: ``init_app`` starts none unless ``CRONLOCK_AUTOSTART`` is true, and even then
 not in the Werkzeug reloader's watcher process, nor under ``flask`` CLI commands other
 than ``flask run`` (``flask shell`` or a migration never runs jobs). Under gunicorn, use
-the hooks in [`cronlock.gunicorn`][cronlock.gunicorn] instead of autostart. A started runner is
+the hooks in [`cronlock.gunicorn`][cronlock.gunicorn] instead of autostart. Under uWSGI,
+autostart hands the runner to [`cronlock.uwsgi.manage`][cronlock.uwsgi.manage]: it runs in
+each worker, never in the master, and stops when the worker exits. A started runner is
 stopped at interpreter exit (``atexit``), handing running slots over.
 
 Limits: ``app.run(debug=True)`` from a script loads the app in the reloader's watcher
@@ -45,6 +47,7 @@ from typing import Any, Callable, Optional
 from flask import Blueprint, Flask, current_app, has_app_context
 
 from cronlock import gunicorn as _gunicorn
+from cronlock import uwsgi as _uwsgi
 from cronlock._flask.blueprint import ACTIONS, Authorize, make_blueprint
 from cronlock._flask.config import (
     DEFAULTS,
@@ -56,7 +59,13 @@ from cronlock._flask.config import (
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
 from cronlock.job import Job
-from cronlock.registrar import JobSpec, Registrar, add_task_handler, make_caller
+from cronlock.registrar import (
+    JobSpec,
+    Registrar,
+    add_task_handler,
+    duplicate_key_error,
+    make_caller,
+)
 from cronlock.runner import CronRunner
 
 logger = logging.getLogger(__name__)
@@ -177,7 +186,11 @@ class CronLock(Registrar[Optional[Job]]):
         _gunicorn.manage(runner, stop_timeout=stop_timeout)
         start, why = should_autostart(app)
         logger.debug("cronlock: app %r autostart=%s (%s)", app.name, start, why)
-        if start:
+        if start and _uwsgi.inside_uwsgi():
+            # Started in each worker (never in a uWSGI master, whose fork() would leave
+            # the workers a copy without threads), stopped when the worker exits.
+            _uwsgi.manage(runner, stop_timeout=stop_timeout)
+        elif start:
             self.start(app)
 
     def state(self, app: Optional[Flask] = None) -> CronLockState:
@@ -243,10 +256,7 @@ class CronLock(Registrar[Optional[Job]]):
         """
         spec.job_options()
         if spec.key in self._specs:
-            raise ConfigurationError(
-                f"a job with key {spec.key!r} is already registered on this extension; "
-                "pass a distinct key=..."
-            )
+            raise duplicate_key_error(spec.key, "on this extension")
         self._specs[spec.key] = spec
         jobs = [self._attach(app, state, spec) for app, state in self._live_apps()]
         return jobs[0] if len(jobs) == 1 else None

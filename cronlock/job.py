@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import datetime
 from typing import Any, Callable, Optional, Protocol
 
@@ -88,6 +89,14 @@ class Job:
     def destroy(self) -> None:
         """Stop the job and unregister it, freeing its key for a new registration."""
         self._control.remove(self)
+
+    def tag(self, *tags: Hashable) -> Job:
+        """Add tags to `job.tags`; returns the job, so `every(...).do(fn).tag("x")` reads
+        as in `schedule` (the same as `every(...).tag("x").do(fn)`)."""
+        if not all(isinstance(t, Hashable) for t in tags):
+            raise TypeError("Tags must be hashable")
+        self.tags = self.tags | frozenset(tags)
+        return self
 
     def __repr__(self) -> str:
         return f"Job({self.key!r}, {self.schedule.describe()})"

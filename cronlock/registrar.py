@@ -1,6 +1,7 @@
 """The one registrar: every registration call, written once, for the runner and the Flask extension.
 
-A registration call (`@cron`, `@interval`, `@at`, `every(...).do`, `add_job`, `@task`)
+A registration call (`@cron`, `@interval`, `@at`, `every(...).do`, `add_job`, `@task`,
+`register(obj)` of [marked methods][cronlock.marks])
 checks what it is given at once, before any Redis work, and turns it into a
 [`JobSpec`][cronlock.registrar.JobSpec]: the job's key, schedule, handler and the
 options it set. A host receives the spec through `add_spec`:
@@ -26,15 +27,30 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from cronlock._every import Every
 from cronlock._validate import check_key
 from cronlock.clock import SystemClock
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
+from cronlock.marks import (
+    Mark,
+    check_not_a_method,
+    cron_mark,
+    interval_mark,
+    marked_members,
+    once_mark,
+)
 from cronlock.options import JobOptions, check_option_names, parse_options
-from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
+from cronlock.schedules import Schedule
+from cronlock.schedules._every import Every
 
-__all__ = ["JobSpec", "Registrar", "add_task_handler", "default_key", "make_caller"]
+__all__ = [
+    "JobSpec",
+    "Registrar",
+    "add_task_handler",
+    "default_key",
+    "duplicate_key_error",
+    "make_caller",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 HandleT = TypeVar("HandleT")
@@ -55,9 +71,14 @@ def default_key(fn: Callable[..., Any]) -> str:
 def make_caller(
     fn: Any, args: tuple[Any, ...] = (), kwargs: Optional[dict[str, Any]] = None
 ) -> Callable[[JobContext], Any]:
-    """Adapt a handler to `call(ctx)`: it takes zero arguments or one `JobContext`."""
+    """Adapt a handler to `call(ctx)`: it takes zero arguments or one `JobContext`.
+
+    A function defined in a class body with a `self` is refused (see
+    [`check_not_a_method`][cronlock.marks.check_not_a_method]).
+    """
     if not callable(fn):
         raise ConfigurationError(f"a job handler must be callable; got {fn!r}")
+    check_not_a_method(fn)
     if args or kwargs:
         bound_kwargs = dict(kwargs or {})
         return lambda ctx: fn(*args, **bound_kwargs)
@@ -69,6 +90,24 @@ def make_caller(
         return fn  # type: ignore[no-any-return]
     raise ConfigurationError(
         f"handler {fn!r} must take no arguments or one JobContext; it requires {required}"
+    )
+
+
+def duplicate_key_error(key: str, where: str) -> ConfigurationError:
+    """The error of a second registration under a taken key, saying how to tell them apart.
+
+    Args:
+        key: the key.
+        where: the host, e.g. `"in this runner"`.
+    """
+    return ConfigurationError(
+        f"a job with key {key!r} is already registered {where}. A key defaults to the "
+        "handler's module.qualname (module.Class.method for runner.register(obj)), so each "
+        "registration of one function needs its own key=..., e.g. "
+        'runner.every(10, key="send-alice").minutes.do(send, "alice") and '
+        'runner.every(10, key="send-bob").minutes.do(send, "bob"), or '
+        '@runner.interval(60, key="sync-eu"); a second instance of one class: '
+        'runner.register(obj, key_prefix="eu")'
     )
 
 
@@ -245,18 +284,7 @@ class Registrar(abc.ABC, Generic[HandleT]):
         `module.qualname`), so every replica derives the same minute. The function is
         returned unchanged.
         """
-        zone = "UTC" if timezone is None else timezone
-        CronSchedule(expression, timezone=zone, dst_fold=dst_fold, hash_id="validate")
-
-        def schedule_for(key: str) -> Schedule:
-            return CronSchedule(expression, timezone=zone, dst_fold=dst_fold, hash_id=key)
-
-        def zoned_for(key: str) -> Optional[Callable[[str], Schedule]]:
-            if timezone is not None:
-                return None
-            return lambda tz: CronSchedule(expression, timezone=tz, dst_fold=dst_fold, hash_id=key)
-
-        return self._decorator(schedule_for, options, zoned_for)
+        return self._decorator(cron_mark(expression, timezone, dst_fold, options))
 
     def interval(
         self,
@@ -272,16 +300,21 @@ class Registrar(abc.ABC, Generic[HandleT]):
         Slots are `k * period + offset` since the epoch, so every replica agrees on them
         whenever it started.
         """
-        schedule = IntervalSchedule.from_parts(seconds, minutes=minutes, hours=hours, offset=offset)
-        return self._decorator(lambda key: schedule, options)
+        return self._decorator(interval_mark(seconds, minutes, hours, offset, options))
 
     def at(self, when: Any, **options: Any) -> Callable[[F], F]:
         """Decorator: run once, cluster-wide, at `when` (aware datetime or ISO-8601)."""
-        schedule = OnceSchedule(when)
-        return self._decorator(lambda key: schedule, options)
+        return self._decorator(once_mark(when, options))
 
-    def every(self, interval: int = 1) -> Every:
-        """The `schedule` library's DSL: `every(10).minutes.do(fn)` (see `cronlock._every`)."""
+    def every(self, interval: Any = 1, **options: Any) -> Every:
+        """The `schedule` DSL: `every(10, key="report").minutes.do(fn, *args, **kwargs)`.
+
+        `options` are the job options of every registration call (`key`, `ttl`, ...; an
+        unknown name is refused here, a bad value at `.do()`); the arguments of
+        `.do(fn, *args, **kwargs)` go to `fn`. The translation into shared slots is in
+        `cronlock.schedules._every`.
+        """
+        check_option_names(options)
 
         def register(
             schedule: Schedule,
@@ -290,9 +323,42 @@ class Registrar(abc.ABC, Generic[HandleT]):
             kwargs: dict[str, Any],
             tags: Any,
         ) -> HandleT:
-            return self.add_job(fn, schedule, args=args, kwargs=kwargs, tags=tags)
+            return self.add_job(fn, schedule, args=args, kwargs=kwargs, tags=tags, **options)
 
         return Every(interval, register, clock=self._registration_time())
+
+    def register(self, target: Any, *, key_prefix: Optional[str] = None) -> list[HandleT]:
+        """Register the marked bound methods of an instance, or the marked functions of a
+        module (see [`cronlock.marks`][cronlock.marks]); returns their job handles.
+
+        Keys: each marker's `key=`, else `module.Class.method` (`module.function`); with
+        `key_prefix`, `key_prefix + "."` and the marker's `key=` or the method's name.
+        Every job is checked (schedule, options, handler, keys among themselves) before
+        the first is added; a key another registration already took is the usual
+        duplicate-key error, raised when that job is reached, so registering the same
+        instance twice adds nothing the second time.
+
+        Raises:
+            ConfigurationError: nothing in `target` is marked, `target` is a class, or a
+                job is invalid (naming it).
+        """
+        members = marked_members(target)
+        if not members:
+            raise ConfigurationError(
+                f"nothing to register in {target!r}: no function or method of it is marked "
+                "with cronlock.cron, cronlock.interval or cronlock.at"
+            )
+        specs: dict[str, JobSpec] = {}
+        for member in members:
+            spec = self._spec(member.fn, member.mark, member.key(key_prefix))
+            spec.job_options()  # values checked before anything is added
+            if spec.key in specs:
+                raise ConfigurationError(
+                    f"{member.name} of {target!r} and {specs[spec.key].fn!r} would both have "
+                    f"the key {spec.key!r}: give the markers distinct key=..."
+                )
+            specs[spec.key] = spec
+        return [self.add_spec(spec) for spec in specs.values()]
 
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator: register a handler by name, for schedules added at runtime.
@@ -300,7 +366,7 @@ class Registrar(abc.ABC, Generic[HandleT]):
         Operators give the task schedules with `Admin.add_schedule` (or `cronlock
         schedule add`, or the management API); every runner that has the task picks
         them up within its `poll_interval` (at once through pub/sub while connected).
-        The schedule's JSON payload is `ctx.payload`. See `cronlock._dynamic`.
+        The schedule's JSON payload is `ctx.payload`. See `cronlock.runner.dynamic`.
 
         Example:
             ```python
@@ -318,22 +384,17 @@ class Registrar(abc.ABC, Generic[HandleT]):
 
         return decorate
 
-    def _decorator(
-        self,
-        schedule_for: Callable[[str], Schedule],
-        options: dict[str, Any],
-        zoned_for: Optional[Callable[[str], Optional[Callable[[str], Schedule]]]] = None,
-    ) -> Callable[[F], F]:
-        check_option_names(options)
-
+    def _decorator(self, mark: Mark) -> Callable[[F], F]:
         def decorate(fn: F) -> F:
-            key = options.get("key")
-            key = default_key(fn) if key is None else check_key(key)
-            zoned = None if zoned_for is None else zoned_for(key)
-            spec = JobSpec.build(
-                fn, schedule_for(key), options={**options, "key": key}, zoned=zoned
-            )
-            self.add_spec(spec)
+            key = mark.key
+            self.add_spec(self._spec(fn, mark, default_key(fn) if key is None else key))
             return fn
 
         return decorate
+
+    @staticmethod
+    def _spec(fn: Callable[..., Any], mark: Mark, key: str) -> JobSpec:
+        """The spec of `fn` registered as `mark` says, under `key`."""
+        zoned = None if mark.zoned_for is None else mark.zoned_for(key)
+        options = {**mark.options, "key": key}
+        return JobSpec.build(fn, mark.schedule_for(key), options=options, zoned=zoned)

@@ -16,7 +16,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from cronlock._server import RedisServer, free_port
+from cronlock.testing import RedisServer, free_port
 
 SLOTS = 16384
 

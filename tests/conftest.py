@@ -1,6 +1,6 @@
 """Shared fixtures: private Redis servers on free loopback ports, clients, clocks.
 
-Each pytest run starts its own server (see ``cronlock._server`` for which binary), so
+Each pytest run starts its own server (see ``cronlock.testing._server`` for which binary), so
 tests can flush, kill, pause and restart it without touching anything else on the
 machine.
 
@@ -36,15 +36,31 @@ import pytest
 import redis
 
 from cronlock import runner as runner_module
-from cronlock._server import RedisServer
 from cronlock.clock import FakeClock
 from cronlock.runner import forks as runner_forks
+from cronlock.testing import RedisServer
 from tests import procs
 
 #: Read once, at collection; the live environment is never consulted in fixtures.
 EXTRA_URL: Optional[str] = os.environ.get("CRONLOCK_TEST_REDIS_URL") or None
 for _name in ("REDIS_URL", "CRONLOCK_REDIS_URL"):
     os.environ.pop(_name, None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist, slow tests run one at a time: they time real processes and servers.
+
+    Two slow tests at once on a 2-core machine can starve each other's replicas past a
+    slot (seen: a gunicorn test missing a slot at a load of 7). So every slow test joins
+    one xdist group, which one worker runs in order, while the other worker takes the
+    fresh-venv packaging tests (CPU, not timing) and any fast tests selected with them.
+    """
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            continue
+        packaging = item.nodeid.startswith("tests/packaging/")
+        item.add_marker(pytest.mark.xdist_group("packaging" if packaging else "slow"))
 
 
 def _started_runners() -> list[runner_module.CronRunner]:

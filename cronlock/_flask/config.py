@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import atexit
 import os
-import threading
-import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import click
 from flask import Flask
 
+from cronlock._autostart import Framework, Process, at_exit, decide, stop_at_exit
 from cronlock._redisurl import client_from_url
 from cronlock.errors import ConfigurationError
 from cronlock.options import RUNNER_DEFAULTS
-from cronlock.runner import CronRunner
 
 #: Every configuration key the extension reads, with its default (the job defaults are
 #: the option table's, `cronlock.options.RUNNER_DEFAULTS`).
@@ -36,6 +33,12 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+_FLASK = Framework("CRONLOCK_AUTOSTART", "flask", ("run",), "Werkzeug reloader")
+
+#: Re-exported for the extension (they live in `cronlock._autostart`, shared with Django).
+__all__ = ["DEFAULTS", "at_exit", "client_from_config", "should_autostart", "stop_at_exit"]
+
+
 def should_autostart(app: Flask, environ: Optional[dict[str, str]] = None) -> tuple[bool, str]:
     """Whether ``CRONLOCK_AUTOSTART`` may start the runner in this process, and why.
 
@@ -46,22 +49,17 @@ def should_autostart(app: Flask, environ: Optional[dict[str, str]] = None) -> tu
     * Anywhere else (gunicorn, uWSGI, a script): yes.
     """
     env = os.environ if environ is None else environ
-    if not app.config.get("CRONLOCK_AUTOSTART"):
-        return False, "CRONLOCK_AUTOSTART is off"
+    process = Process()
     if env.get("WERKZEUG_RUN_MAIN") == "true":
-        return True, "Werkzeug reloader child"
-    if env.get("FLASK_RUN_FROM_CLI") == "true":
+        process = Process(reloader_child=True)
+    elif env.get("FLASK_RUN_FROM_CLI") == "true":
         ctx = click.get_current_context(silent=True)
         command = ctx.command.name if ctx is not None and ctx.command is not None else None
-        if command != "run":
-            return False, f"flask CLI command {command or '?'!r} (jobs run under 'flask run')"
         reload = ctx.params.get("reload") if ctx is not None else None
         if reload is None:
             reload = bool(app.debug) or os.environ.get("FLASK_DEBUG", "") in ("1", "true")
-        if reload:
-            return False, "Werkzeug reloader watcher (the reloaded child runs the jobs)"
-        return True, "flask run without reloader"
-    return True, "CRONLOCK_AUTOSTART is on"
+        process = Process(command=command or "?", reloader_watcher=bool(reload))
+    return decide(bool(app.config.get("CRONLOCK_AUTOSTART")), process, _FLASK)
 
 
 def client_from_config(cfg: Any) -> Any:
@@ -73,27 +71,3 @@ def client_from_config(cfg: Any) -> Any:
         )
     options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {})
     return client_from_url(url, **options)
-
-
-def at_exit(callback: Callable[[], None]) -> None:
-    """Call ``callback`` at interpreter exit, before the runner's worker threads are joined.
-
-    Plain ``atexit`` runs after ``threading`` has joined every ThreadPoolExecutor thread,
-    so a handler still running would hold the exit until it returned by itself.
-    ``threading._register_atexit`` (what concurrent.futures uses, 3.9+) runs callbacks
-    newest first, before those joins; it is private, so fall back to ``atexit``.
-    """
-    register = getattr(threading, "_register_atexit", None)
-    if register is not None:
-        try:
-            register(callback)
-            return
-        except RuntimeError:  # interpreter already shutting down
-            return
-    atexit.register(callback)
-
-
-def stop_at_exit(ref: weakref.ref[CronRunner], timeout: float) -> None:
-    runner = ref()
-    if runner is not None and runner.running:
-        runner.stop(timeout=timeout)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Optional
 
-from cronlock.errors import ConfigurationError
 from cronlock.job import Job
+from cronlock.registrar import duplicate_key_error
 
 
 class JobTable:
@@ -31,10 +31,7 @@ class JobTable:
         """Register ``job``; ConfigurationError when its key is taken."""
         with self.cond:
             if job.key in self.by_key:
-                raise ConfigurationError(
-                    f"a job with key {job.key!r} is already registered in this runner; "
-                    "pass a distinct key=..."
-                )
+                raise duplicate_key_error(job.key, "in this runner")
             self.by_key[job.key] = job
             self.version += 1
             self.on_enabled(job)

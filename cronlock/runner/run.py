@@ -19,11 +19,11 @@ import threading
 from datetime import datetime
 from typing import Callable, Optional
 
-from cronlock._renewer import get_deadlines, get_renewer
 from cronlock.clock import monotonic, sleep, utc_now
 from cronlock.context import ErrorContext, JobContext
 from cronlock.errors import JobCancelled, JobTimeout
 from cronlock.job import Job
+from cronlock.lock.renewer import get_deadlines, get_renewer
 from cronlock.observers import RunRecord, format_traceback, notify
 from cronlock.outcomes import RUN_OUTCOMES, RunKind, RunOutcome
 from cronlock.runner.host import RunnerHost
@@ -197,6 +197,10 @@ class Run:
         with self._lock:
             if self._returned:
                 return
+            # Cancelled first, both under the lock: whoever sees timed_out also sees
+            # cancelled, and a handler that returns on the cancellation finds timed_out
+            # set once it takes the lock (so its outcome is "failed", not "cancelled").
+            self.ctx.cancelled.set()
             self.ctx.timed_out.set()
         logger.warning(
             "cronlock: job %r slot %s attempt %d ran past its timeout of %g s; cancelling it "
@@ -206,7 +210,6 @@ class Run:
             self.ctx.attempt,
             self.job.options.timeout_ms / 1000,
         )
-        self.ctx.cancelled.set()
 
     def _call_with_retries(self) -> RunOutcome:
         options = self.job.options

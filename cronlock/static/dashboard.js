@@ -15,6 +15,9 @@
     var h = { "Content-Type": "application/json", "Accept": "application/json" };
     var token = window.sessionStorage.getItem(TOKEN);
     if (token) { h.Authorization = "Bearer " + token; }
+    // A framework's CSRF token (Django's X-CSRFToken), when the page carries one.
+    var csrfHeader = body.getAttribute("data-csrf-header");
+    if (csrfHeader) { h[csrfHeader] = body.getAttribute("data-csrf-token"); }
     return h;
   }
 

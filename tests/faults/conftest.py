@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
 from tests.faults.checker import Report
 from tests.history import ROOT
 
@@ -21,11 +21,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "faults: fault-injection scenario (processes, servers)")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Scenarios that add a row to the table run in one xdist worker, so one table holds all."""
+    """Scenarios that add a row to the table run in one xdist worker, so one table holds all.
+
+    The group is the slow suite's (see ``tests/conftest.py``), which runs in one worker.
+    """
     for item in items:
         if "fault_table" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("fault-table"))
+            item.add_marker(pytest.mark.xdist_group("slow"))
 
 
 ARTIFACT = ROOT / "test-artifacts" / "faults-table.txt"

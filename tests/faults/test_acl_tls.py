@@ -23,10 +23,10 @@ from redis.exceptions import NoPermissionError
 
 from cronlock import CronRunner, JobContext, redis_lock
 from cronlock._scripts import SCRIPTS_DIR
-from cronlock._server import START_ATTEMPTS, RedisServer
 from cronlock.errors import LockNotAcquired
 from cronlock.schedules import IntervalSchedule
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
+from cronlock.testing._server import START_ATTEMPTS
 from tests import procs
 
 CLIENT_COMMANDS = ["evalsha", "script|load", "blpop"]

@@ -17,9 +17,9 @@ import pytest
 import redis
 
 from cronlock import CronRunner, exclusive, redis_lock
-from cronlock._server import RedisServer
 from cronlock.errors import ConfigurationError
 from cronlock.schedules import IntervalSchedule
+from cronlock.testing import RedisServer
 
 
 def _f(ctx: Any) -> None:

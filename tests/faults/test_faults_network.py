@@ -9,9 +9,8 @@ from typing import Callable
 
 import pytest
 
-from cronlock._proxy import TcpProxy
-from cronlock._server import RedisServer
 from cronlock.stores.redis import claims as _claims
+from cronlock.testing import RedisServer, TcpProxy
 from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas, wait_for_record
 

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
 from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas, kill, wait_for_record
 

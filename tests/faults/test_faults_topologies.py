@@ -18,8 +18,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from cronlock._proxy import TcpProxy
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer, TcpProxy
 from tests.cluster import SLOTS, cluster_port
 from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas

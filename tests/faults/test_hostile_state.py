@@ -14,11 +14,11 @@ import redis
 
 from cronlock import CronRunner, JobContext
 from cronlock._scripts import all_scripts
-from cronlock._server import RedisServer
 from cronlock.clock import FakeClock
 from cronlock.context import ErrorContext
 from cronlock.errors import CorruptStateError
 from cronlock.schedules import IntervalSchedule
+from cronlock.testing import RedisServer
 
 SLOT = 1_700_000_040.0  # a multiple of 60 s
 

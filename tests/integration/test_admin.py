@@ -11,8 +11,7 @@ import pytest
 import redis
 
 from cronlock import Admin, CronRunner, FakeClock, JobContext
-from cronlock._server import RedisServer
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 
 PREFIX = "a"
 

@@ -119,8 +119,9 @@ def test_a_claim_won_while_stopping_is_handed_over_not_run(client: redis.Redis) 
     class StopOnWin:
         def claimed(self, key: str, slot_ms: int, status: str, runner_id: str) -> None:
             if status == "won" and not stopper:  # the scheduler thread, before _launch
-                stopper.append(threading.Thread(target=runner.stop, kwargs={"timeout": 5}))
-                stopper[0].start()
+                stopping = threading.Thread(target=runner.stop, kwargs={"timeout": 5})
+                stopping.start()  # before it is visible: the test joins what it sees
+                stopper.append(stopping)
                 wait_until(lambda: runner._stopping, timeout=5)
 
     runner = CronRunner(client, prefix=prefix, clock=clock, default_ttl=30, observers=[StopOnWin()])

@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import pytest
 
-from cronlock._server import RedisServer
 from cronlock.lock import redis_lock
+from cronlock.testing import RedisServer
 from tests import procs
 
 

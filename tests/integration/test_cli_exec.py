@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from cronlock._keys import LockKeys
-from cronlock._server import RedisServer
 from cronlock.lock import inspect, redis_lock
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 from tests import procs
 
 # A child that records the first signal it gets, then exits 42.

@@ -17,8 +17,7 @@ import pytest
 import redis
 
 from cronlock import Admin, CronRunner, FakeClock
-from cronlock._server import RedisServer
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 from tests import procs
 from tests.history import ROOT, History
 from tests.integration.test_cli import cli_env, cronlock

@@ -13,8 +13,7 @@ import pytest
 import redis
 
 from cronlock import Admin
-from cronlock._server import RedisServer
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 from tests.integration.test_cli import cli_env, cronlock
 from tests.integration.test_cli_ops import Fleet
 

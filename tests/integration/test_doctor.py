@@ -9,11 +9,10 @@ import pytest
 import redis
 
 from cronlock._scripts import SCRIPTS_DIR
-from cronlock._server import RedisServer
 from cronlock.clock import OffsetClock
 from cronlock.doctor import MIN_REDIS, Check, check_server, worst_status
 from cronlock.stores.redis.doctor import _version_verdict
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 from tests.cluster import cluster_port
 
 NAMES = ["reachable", "version", "eviction", "cluster", "clock", "persistence", "scripting", "keys"]

@@ -18,8 +18,7 @@ import pytest
 import redis
 
 from cronlock import Admin
-from cronlock._server import RedisServer, free_port
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, free_port, wait_until
 from tests import procs
 from tests.history import ROOT
 

@@ -15,8 +15,8 @@ from cronlock import ConfigurationError, LockLost, LockNotAcquired, exclusive, r
 from cronlock._keys import LockKeys
 
 KEYS = LockKeys.of("cronlock", "nightly")
-# `cronlock.exclusive` is the decorator; the module is reached through sys.modules.
-exclusive_module = importlib.import_module("cronlock.exclusive")
+# The module that keeps the default client (`cronlock.exclusive` re-exports it).
+exclusive_module = importlib.import_module("cronlock.lock.exclusive")
 
 
 @pytest.fixture(autouse=True)

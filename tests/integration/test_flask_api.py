@@ -9,8 +9,7 @@ import pytest
 import redis
 
 from cronlock import Admin, JobContext
-from cronlock._server import RedisServer
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 
 flask = pytest.importorskip("flask")
 

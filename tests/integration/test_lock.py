@@ -15,8 +15,8 @@ from redis.retry import Retry
 
 from cronlock import LockInfo, LockLost, LockNotAcquired, RedisLock, inspect, redis_lock
 from cronlock._keys import LockKeys
-from cronlock._lockrenew import HOLDS
-from cronlock._renewer import get_renewer
+from cronlock.lock._renewal import HOLDS
+from cronlock.lock.renewer import get_renewer
 from cronlock.testing import wait_until
 
 KEYS = LockKeys.of("cronlock", "job")

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import redis
 
-import cronlock._lockwait
+import cronlock.lock._wait
 from cronlock import LockNotAcquired, RedisLock, redis_lock
 from cronlock._keys import LockKeys
-from cronlock._lockwait import leave_queue
+from cronlock.lock._wait import leave_queue
 from cronlock.testing import wait_until
 
 KEYS = LockKeys.of("cronlock", "job")
@@ -21,7 +21,7 @@ KEYS = LockKeys.of("cronlock", "job")
 @pytest.fixture
 def no_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
     """Waiters block up to 30 s between looks: getting the lock sooner proves a wake-up."""
-    monkeypatch.setattr(cronlock._lockwait, "HEARTBEAT", 30.0)
+    monkeypatch.setattr(cronlock.lock._wait, "HEARTBEAT", 30.0)
 
 
 def queued(client: redis.Redis) -> int:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from cronlock import CronRunner, IntervalSchedule, JobContext, redis_lock
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
 from tests import procs
 
 pytestmark = pytest.mark.slow

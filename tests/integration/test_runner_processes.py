@@ -13,8 +13,7 @@ from typing import Callable
 
 import pytest
 
-from cronlock._server import RedisServer
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
 from tests.history import History, Replicas, kill, wait_for_record
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,8 @@ import pytest
 import redis
 
 from cronlock._scripts import all_scripts
-from cronlock._server import START_ATTEMPTS, PortInUse, RedisServer
+from cronlock.testing import RedisServer
+from cronlock.testing._server import START_ATTEMPTS, PortInUse
 
 
 def test_every_script_loads_into_a_real_server(client: redis.Redis) -> None:

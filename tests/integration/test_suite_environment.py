@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-from cronlock._server import RedisServer
+from cronlock.testing import RedisServer
 from tests import procs
 from tests.history import ROOT
 

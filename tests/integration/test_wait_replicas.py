@@ -16,8 +16,8 @@ import redis
 
 from cronlock import CronRunner, FakeClock, IntervalSchedule, NotReplicated
 from cronlock._keys import job_key
-from cronlock._server import RedisServer
 from cronlock.context import ErrorContext
+from cronlock.testing import RedisServer
 
 T0 = 1_800_000_000.0
 PREFIX = "wr"

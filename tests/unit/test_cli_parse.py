@@ -8,11 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronlock._cli._common import EXIT_CODES, CliError, redis_url, render_table, resolve_prefix
-from cronlock._cli.exec_lock import child_status, command_of
-from cronlock._cli.locks import key_from_redis_key
-from cronlock._cli.next_times import fire_rows, format_offset, parse_after
 from cronlock.cli import COMMANDS, build_parser, main
+from cronlock.cli._common import EXIT_CODES, CliError, redis_url, render_table, resolve_prefix
+from cronlock.cli._exec_lock import child_status, command_of
+from cronlock.cli._locks import key_from_redis_key
+from cronlock.cli._next_times import fire_rows, format_offset, parse_after
 
 ATHENS = ZoneInfo("Europe/Athens")
 

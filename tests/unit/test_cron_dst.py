@@ -1,9 +1,9 @@
 """DST behaviour of CronSchedule, zone by zone: spring gaps and autumn folds.
 
 Each case lists the slots (local wall time with its UTC offset) that follow a start
-instant. The rules (see ``cronlock._cron``): a fixed-time job in a gap runs once at the
-end of the gap; in a fold once at the first occurrence (``dst_fold="once"``) or at both
-(``"both"``); a job with ``*`` in the minute or hour field follows real time.
+instant. The rules (see ``cronlock.schedules._cronzone``): a fixed-time job in a gap runs
+once at the end of the gap; in a fold once at the first occurrence (``dst_fold="once"``)
+or at both (``"both"``); a job with ``*`` in the minute or hour field follows real time.
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from cronsim import CronSim
 
-from cronlock import _cron
-from cronlock.schedules import CronSchedule
+from cronlock.schedules import CronSchedule, _cronexpr
 
 CORPUS = [
     "* * * * *",
@@ -203,9 +202,9 @@ def test_corpus_is_large_enough() -> None:
 )
 def test_fast_matcher_agrees_with_croniter(expression: str) -> None:
     """The set-based wall-clock matcher gives croniter's answers at random instants."""
-    spec = _cron.parse(expression, None)
-    assert type(spec) is _cron._FastSpec
-    slow = _cron.CronSpec(spec._template, spec.fields, uses_hash=False)
+    spec = _cronexpr.parse(expression, None)
+    assert type(spec) is _cronexpr._FastSpec
+    slow = _cronexpr.CronSpec(spec._template, spec.fields, uses_hash=False)
     rnd = random.Random(expression)
     for _ in range(200):
         wall = rnd.randrange(0, 4_102_444_800)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from cronlock._every import Every
 from cronlock.errors import ConfigurationError
 from cronlock.schedules import CronSchedule, IntervalSchedule, Schedule, UntilSchedule
+from cronlock.schedules._every import Every
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc).timestamp()
 

@@ -154,9 +154,12 @@ def test_every_host_accepts_every_option_alike(
     assert (expected.ttl_ms, expected.catch_up_ms) == (12_500, 7000)
     from_runner = runner.add_job(handler, SCHEDULE, key="k", **GOOD)
     from_flask = ext.add_job(handler, SCHEDULE, key="k", **GOOD)
+    from_every = CronRunner(client).every(60, key="k", **GOOD).seconds.do(handler)
+    app = flask.Flask("every")  # kept: an extension holds its apps weakly
+    from_flask_every = CronLock(app, client=client).every(1, key="k", **GOOD).minutes.do(handler)
     dynamic = dict(GOOD, catch_up=7)  # JSON: seconds, not a timedelta
     from_dynamic = _dynamic_job(CronRunner(client), dynamic)
-    for job in (from_runner, from_flask, from_dynamic):
+    for job in (from_runner, from_flask, from_every, from_flask_every, from_dynamic):
         assert job is not None
         assert job.options == expected
         assert job.options.payload == {"x": 1}
@@ -177,6 +180,8 @@ def test_every_host_refuses_a_bad_value_with_the_same_message(
         lambda: runner.interval(60, key="k", **option)(handler),
         lambda: ext.add_job(handler, SCHEDULE, key="k", **option),
         lambda: ext.interval(60, key="k", **option)(handler),
+        lambda: runner.every(60, key="k", **option).seconds.do(handler),
+        lambda: ext.every(60, key="k", **option).seconds.do(handler),
         lambda: ScheduleSpec(id="k", task="t", interval=60, options=option).validate(),
     ]
     for call in calls:
@@ -192,6 +197,12 @@ def test_unknown_names_are_refused_alike(runner: CronRunner) -> None:
     assert _error(lambda: runner.interval(60, bogus=1)) == expected
     assert _error(lambda: ext.interval(60, bogus=1)) == expected
     assert _error(lambda: ext.cron("* * * * *", bogus=1)) == expected
+    assert _error(lambda: runner.every(10, bogus=1)) == expected
+    assert _error(lambda: ext.every(10, bogus=1)) == expected
+    assert _error(lambda: runner.every(10, args=(1,))) == (
+        ConfigurationError,
+        f"unknown option(s) 'args'; {known}",
+    )
     by_key = {
         _error(lambda: host.add_job(handler, SCHEDULE, key="k", bogus=1))  # noqa: B023
         for host in (runner, ext)
@@ -221,7 +232,7 @@ def test_dynamic_schedules_and_the_cli_set_the_dynamic_options() -> None:
 
 def test_the_registration_calls_are_defined_once() -> None:
     """CronRunner and CronLock inherit every registration call from Registrar."""
-    for name in ("add_job", "cron", "interval", "at", "every", "task"):
+    for name in ("add_job", "cron", "interval", "at", "every", "register", "task"):
         assert getattr(CronRunner, name) is getattr(Registrar, name)
         assert getattr(CronLock, name) is getattr(Registrar, name)
 
@@ -254,3 +265,46 @@ def test_the_extension_hands_the_runner_the_users_function(
     assert ext.runner_for(app).tasks.names() == ["t"]
     with pytest.raises(ConfigurationError, match="already registered"):
         ext.task("t")(print)
+
+
+def test_every_takes_the_job_options_and_do_the_handlers_arguments(runner: CronRunner) -> None:
+    """`every(10, key=...)` sets the job's options; `.do(fn, *args)` binds fn's arguments,
+    so one function registered twice with distinct keys is two jobs."""
+    alice = runner.every(10, key="send-alice", ttl=5).minutes.do(handler_of, "alice")
+    bob = runner.every(10, key="send-bob").minutes.do(handler_of, "bob", loud=True)
+    assert (alice.key, alice.options.ttl_ms, bob.options.ttl_ms) == ("send-alice", 5000, 60_000)
+    assert (alice.call(None), bob.call(None)) == ((("alice",), {}), (("bob",), {"loud": True}))  # type: ignore[arg-type]
+
+
+def test_the_duplicate_key_error_says_how_to_register_a_function_twice(
+    runner: CronRunner, ext_app: tuple[CronLock, Any]
+) -> None:
+    """The second registration of one function under its default key is refused with an
+    example of distinct keys; the runner and the extension say the same."""
+    runner.every(10).minutes.do(handler_of, "alice")
+    ext, _ = ext_app
+    ext.every(10).minutes.do(handler_of, "alice")
+    for host, where in ((runner, "in this runner"), (ext, "on this extension")):
+        with pytest.raises(ConfigurationError) as info:
+            host.every(10).minutes.do(handler_of, "bob")
+        assert str(info.value).startswith(
+            f"a job with key '{__name__}.handler_of' is already registered {where}. "
+        )
+        assert 'runner.every(10, key="send-alice").minutes.do(send, "alice")' in str(info.value)
+
+
+def test_a_tag_after_do_is_kept_on_the_job(runner: CronRunner) -> None:
+    """`.do(fn).tag("x")` (the order of the schedule docs) tags the job like
+    `.tag("x").do(fn)`; an unhashable tag is refused."""
+    after = runner.every(5, key="after").minutes.do(handler).tag("reports", "daily")
+    before = runner.every(5, key="before").minutes.tag("reports", "daily").do(handler)
+    assert after.tags == before.tags == {"reports", "daily"}
+    assert after.tag("more") is after
+    assert runner.job("after").tags == {"reports", "daily", "more"}
+    with pytest.raises(TypeError, match="hashable"):
+        after.tag([1])  # type: ignore[arg-type]
+
+
+def handler_of(*args: Any, **kwargs: Any) -> Any:
+    """A handler that returns its arguments."""
+    return args, kwargs

@@ -1,1 +1,0 @@
-"""The ``cronlock`` command line, one module per command (see `cronlock.cli`)."""

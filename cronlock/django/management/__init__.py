@@ -1,0 +1,1 @@
+"""Management commands of [`cronlock.django`][cronlock.django]: ``manage.py cronlock``."""

@@ -1,0 +1,1 @@
+"""``manage.py cronlock``: the cronlock CLI with the project's settings."""

@@ -1,0 +1,436 @@
+"""`RedisLock`: one holder per key at a time (see `cronlock.lock`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import weakref
+from types import TracebackType
+from typing import Any, Callable, Optional
+
+import redis
+from redis.exceptions import RedisError
+
+from cronlock._scripts import Script
+from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
+from cronlock.clock import monotonic
+from cronlock.errors import LockLost, LockNotAcquired
+from cronlock.lock._lease import (
+    ACQUIRE,
+    FENCE_GRACE_MS,
+    WAKE_TTL_MS,
+    check_wait,
+    drift,
+    holder_name,
+    lock_keys,
+)
+from cronlock.lock._renewal import HOLDS, Renewal
+from cronlock.lock._wait import wait_in_queue
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["OnLost", "RedisLock"]
+
+_RELEASE = Script("lock_release")
+_EXTEND = Script("lock_extend")
+
+_MAX_INT_TTL = 10**9  # seconds; larger ints take the general path
+_UNSET: Any = object()
+
+OnLost = Callable[["RedisLock"], Any]
+
+
+class RedisLock:
+    """A lease on ``key``, held by at most one owner at a time while it is valid.
+
+    Use it as a context manager (``with RedisLock(...) as lock:``, or through
+    [`redis_lock`][cronlock.lock.redis_lock]), or call [`acquire`][cronlock.lock.RedisLock.acquire]
+    and [`release`][cronlock.lock.RedisLock.release] yourself. One handle holds the lock at most
+    once at a time; it may be re-acquired after release, each time with a new token.
+
+    Args:
+        client: a ``redis.Redis`` (either ``decode_responses``) or ``RedisCluster``.
+        key: the lock's name: 1-256 printable characters, no braces.
+        ttl: the lease, in seconds (int, float or timedelta; millisecond precision).
+        wait: ``None`` (default): raise [`LockNotAcquired`][cronlock.errors.LockNotAcquired] at once
+            when the lock is held. Seconds: wait up to that long, in a first-come first-served
+            queue; the release wakes the first waiter at once.
+        renew: extend the lease every ``ttl / 3`` from the process's one renewal thread
+            while the lock is held.
+        max_hold: with ``renew``, stop renewing so that the lease ends this many seconds
+            after acquiring (the lock is then reported lost if still held).
+        prefix: namespace of the Redis keys.
+        on_lost: called with this handle (from a cronlock thread, or from the thread
+            that releases) the first time the lock is found lost. Exceptions it raises
+            are logged, not propagated.
+
+    Thread safety: any thread may release, extend or check a handle; the token lives
+    on the handle, not in thread-local storage. Fork safety: a handle acquired in one
+    process is never released, renewed or extended from a forked child; the child's
+    attempts are logged and ignored.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        ttl: Seconds,
+        *,
+        wait: Optional[Seconds] = None,
+        renew: bool = False,
+        max_hold: Optional[Seconds] = None,
+        prefix: str = "cronlock",
+        on_lost: Optional[OnLost] = None,
+    ) -> None:
+        if not isinstance(key, str) or not isinstance(prefix, str):
+            check_key(key)  # raises TypeError naming the bad value
+            check_prefix(prefix)
+        self._keys, self._script_keys = lock_keys(prefix, key)  # validates both
+        self.key = key
+        self.prefix = prefix
+        # Fast path for the common whole-second ttl (same result as seconds_to_ms).
+        if type(ttl) is int and 0 < ttl < _MAX_INT_TTL:
+            self._ttl_ms = ttl * 1000
+        else:
+            self._ttl_ms = seconds_to_ms(ttl, "ttl")
+        self._wait_ms = check_wait(wait)
+        if not isinstance(renew, bool):
+            raise TypeError(f"renew must be True or False; got {renew!r}")
+        self._max_hold = None if max_hold is None else seconds_to_ms(max_hold, "max_hold") / 1000
+        if on_lost is not None and not callable(on_lost):
+            raise TypeError(f"on_lost must be callable or None; got {on_lost!r}")
+        # A plain redis.Redis skips check_client's isinstance against RedisCluster.
+        self._client = client if type(client) is redis.Redis else check_client(client)
+        self._renew = renew
+        self._on_lost = on_lost
+        self._lost = False
+        self._lost_told = False  # the WARNING and on_lost are done: ``lost`` may be set
+        self._lost_event: Optional[threading.Event] = None
+        self._renewal: Optional[Renewal] = None
+        self._hold: Optional[_Hold] = None  # the renewing hold, told when it ends
+        #: The random token of the current (or last) hold; "" before the first acquire.
+        self.token = ""
+        #: The fencing token of the current (or last) hold; 0 before the first acquire.
+        self.fencing_token = 0
+        self._state = threading.Lock()
+        self._held = False
+        self._releasing = False
+        self._generation = 0
+        self._pid = 0
+        self._acquired_at = 0.0
+        self._valid_until = 0.0
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set (never cleared while held) once the lock is found expired or taken.
+
+        A `threading.Event`, created on first use (most holds never need one). It
+        is set after the WARNING is logged and ``on_lost`` has returned, so a thread it
+        wakes sees both done.
+        """
+        with self._state:
+            if self._lost_event is None:
+                self._lost_event = threading.Event()
+                if self._lost_told:
+                    self._lost_event.set()
+            return self._lost_event
+
+    # -- acquiring -------------------------------------------------------------------
+
+    def acquire(self, *, wait: Optional[Seconds] = _UNSET) -> RedisLock:
+        """Take the lock, or raise [`LockNotAcquired`][cronlock.errors.LockNotAcquired].
+
+        Returns this handle.
+
+        Args:
+            wait: overrides the handle's ``wait`` for this call (``None``: do not wait).
+
+        Raises:
+            LockNotAcquired: held elsewhere (and, with ``wait``, not freed in time).
+            redis.RedisError: Redis could not be asked; nothing is held (fail closed).
+            RuntimeError: this handle already holds the lock.
+        """
+        wait_ms = self._wait_ms if wait is _UNSET else check_wait(wait)
+        with self._state:
+            if self._held:
+                raise RuntimeError(f"lock {self.key!r} is already held by this handle")
+            token = secrets.token_hex(16)
+        args: list[Any] = [token, self._ttl_ms, holder_name(), FENCE_GRACE_MS]
+        if wait_ms:
+            fence, sent = wait_in_queue(
+                self._client, self._keys, self._script_keys, args, wait_ms=wait_ms, name=self.key
+            )
+        else:
+            sent = monotonic()
+            reply = ACQUIRE(self._client, self._script_keys, args)
+            if reply[0] != 1:
+                logger.debug("cronlock: lock %r is held elsewhere", self.key)
+                raise LockNotAcquired(self.key)
+            fence = int(reply[1])
+        self._won(token, fence, sent)
+        return self
+
+    def _won(self, token: str, fence: int, sent: float) -> None:
+        ttl = self._ttl_ms / 1000
+        renewal = None
+        with self._state:
+            self.token = token
+            self.fencing_token = fence
+            if self._lost:
+                self._lost = self._lost_told = False
+                if self._lost_event is not None:
+                    self._lost_event.clear()
+            self._held = True
+            self._releasing = False
+            self._generation += 1
+            self._pid = os.getpid()
+            self._acquired_at = sent
+            self._valid_until = sent + ttl - drift(ttl)
+            if self._renew:
+                hold = self._hold = _Hold(self, self._generation)
+                renewal = self._renewal = Renewal(hold, sent + ttl / 3)
+        logger.debug("cronlock: acquired lock %r (fencing token %d)", self.key, fence)
+        if renewal is not None:
+            HOLDS.add(renewal)
+
+    # -- while held ------------------------------------------------------------------
+
+    @property
+    def ttl(self) -> float:
+        """The lease length in seconds."""
+        return self._ttl_ms / 1000
+
+    @property
+    def held(self) -> bool:
+        """True from a successful acquire until release or loss (no Redis call)."""
+        return self._held and not self._lost
+
+    def remaining(self) -> float:
+        """Seconds the lease is certainly still valid, by this process's monotonic clock.
+
+        It is ttl minus the time since the acquire (or last extend) was *sent*, minus a
+        drift margin (1 % of the ttl + 2 ms); 0.0 when not held or lost. No Redis call.
+        """
+        if not self.held:
+            return 0.0
+        return max(0.0, self._valid_until - monotonic())
+
+    def check(self) -> None:
+        """Raise [`LockLost`][cronlock.errors.LockLost] unless the lock is held with lease left.
+
+        Cheap (no Redis call): it reads ``lost`` and
+        [`remaining`][cronlock.lock.RedisLock.remaining].
+        """
+        if not self.held:
+            raise LockLost(self.key, f"lock {self.key!r} is not held")
+        if self.remaining() <= 0:
+            self._mark_lost("its lease ran out")
+            raise LockLost(self.key)
+
+    def extend(self, ttl: Optional[Seconds] = None) -> None:
+        """Make the lease last ``ttl`` seconds (default: the lock's ttl) from now.
+
+        One round trip (compare-and-``PEXPIRE`` by token).
+
+        Raises:
+            LockLost: the lock is no longer ours (it is then marked lost).
+            redis.RedisError: Redis could not be asked; the lease is unchanged.
+        """
+        ttl_ms = self._ttl_ms if ttl is None else seconds_to_ms(ttl, "ttl")
+        with self._state:
+            if not self._held or self._pid != os.getpid():
+                raise LockLost(self.key, f"lock {self.key!r} is not held by this process")
+            token = self.token
+        if not self._extend(token, ttl_ms):
+            self._mark_lost("extend found another owner or no key")
+            raise LockLost(self.key)
+
+    def _extend(self, token: str, ttl_ms: int) -> bool:
+        sent = monotonic()
+        keys = self._keys
+        ok = _EXTEND(self._client, [keys.lock, keys.fence], [token, ttl_ms, FENCE_GRACE_MS])
+        if int(ok) == 1:
+            with self._state:
+                if self.token == token:
+                    self._valid_until = sent + ttl_ms / 1000 - drift(ttl_ms / 1000)
+            return True
+        return False
+
+    def _mark_lost(self, reason: str) -> None:
+        with self._state:
+            if self._lost:
+                return
+            self._lost = True  # held is False and check() raises from here on
+            generation = self._generation
+            self._end_hold()
+        logger.warning(
+            "cronlock: lock %r lost: %s (fencing token %d)", self.key, reason, self.fencing_token
+        )
+        if self._on_lost is not None:
+            try:
+                self._on_lost(self)
+            except Exception:
+                logger.exception("cronlock: on_lost callback for lock %r raised", self.key)
+        with self._state:
+            if self._generation != generation:  # re-acquired meanwhile: a new hold
+                return
+            self._lost_told = True
+            event = self._lost_event
+        if event is not None:
+            event.set()
+
+    def _end_hold(self) -> None:
+        """Tell the renewing hold it ended (so its renewal knows it was not dropped)."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.ended = True
+
+    # -- releasing -------------------------------------------------------------------
+
+    def release(self) -> bool:
+        """Give the lock up; True if it was still ours, False otherwise.
+
+        One round trip (compare-and-delete by token), which also wakes the first waiter.
+        Never deletes another holder's key. If the lock turns out to have been lost, it
+        is marked lost (WARNING log, ``on_lost``). Releasing a handle that is not held,
+        or from a process other than the one that acquired it (a forked child), sends
+        nothing and returns False.
+        """
+        owned = self._release()
+        return bool(owned)
+
+    def _release(self) -> Optional[bool]:
+        with self._state:
+            if not self._held:
+                return None
+            if self._pid != os.getpid():
+                logger.warning(
+                    "cronlock: lock %r was acquired by pid %d; not released from pid %d",
+                    self.key,
+                    self._pid,
+                    os.getpid(),
+                )
+                return None
+            self._releasing = True
+            token = self.token
+            renewal, self._renewal = self._renewal, None
+            self._end_hold()
+        if renewal is not None:
+            HOLDS.discard(renewal)
+        keys = self._keys
+        try:
+            owned = int(
+                _RELEASE(
+                    self._client,
+                    [keys.lock, keys.queue, keys.queue_expiry],
+                    [token, keys.wake_prefix, WAKE_TTL_MS],
+                )
+            )
+        finally:
+            with self._state:
+                self._held = False
+                self._releasing = False
+        if not owned:
+            self._mark_lost("it had expired or was taken when released")
+            return False
+        logger.debug("cronlock: released lock %r", self.key)
+        return True
+
+    def __enter__(self) -> RedisLock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Release the lock.
+
+        Raises [`LockLost`][cronlock.errors.LockLost] if the lock was lost and the body did
+        not raise.
+        """
+        was_lost = self._lost
+        try:
+            owned = self._release()
+        except RedisError:
+            if exc_type is None:
+                raise
+            logger.warning("cronlock: releasing lock %r failed", self.key, exc_info=True)
+            return
+        if exc_type is None and (was_lost or owned is False):
+            raise LockLost(self.key)
+
+    def __repr__(self) -> str:
+        state = "lost" if self._lost else "held" if self._held else "free"
+        return f"<RedisLock {self.key!r} ttl={self.ttl:g}s {state}>"
+
+
+class _Hold:
+    """One hold of a [`RedisLock`][cronlock.lock.RedisLock] (one acquire), as its renewal sees it.
+
+    The renewal's whole view of the lock (`RenewableHold`): what is fixed for the hold is
+    copied at the acquire; `live_token()` tells, by the generation number, when it ended.
+    The lock itself is referenced *weakly*: the renewal thread must not keep a handle
+    alive that its owner dropped without releasing, or the key would be renewed for as
+    long as the process lives with nobody able to release it. Once the handle is
+    garbage-collected, `live_token()` is None and `dropped()` True (unless the hold had
+    already ended), so the renewal stops, logs a WARNING and lets the lease lapse.
+    """
+
+    __slots__ = (
+        "_generation",
+        "_lock",
+        "acquired_at",
+        "client",
+        "ended",
+        "key",
+        "max_hold",
+        "ttl_ms",
+    )
+
+    def __init__(self, lock: RedisLock, generation: int) -> None:
+        self._lock = weakref.ref(lock)
+        self._generation = generation
+        self.key = lock.key
+        self.client = lock._client
+        self.ttl_ms = lock._ttl_ms
+        self.max_hold = lock._max_hold
+        self.acquired_at = lock._acquired_at
+        #: Set (under the lock's state mutex) once the hold is released or lost.
+        self.ended = False
+
+    @property
+    def valid_until(self) -> float:
+        lock = self._lock()
+        return 0.0 if lock is None else lock._valid_until
+
+    def live_token(self) -> Optional[str]:
+        lock = self._lock()
+        if lock is None:
+            return None
+        with lock._state:
+            live = lock._generation == self._generation and lock._held and not lock._releasing
+            return lock.token if live and not lock._lost else None
+
+    def dropped(self) -> bool:
+        return not self.ended and self._lock() is None
+
+    def remaining(self) -> float:
+        lock = self._lock()
+        return 0.0 if lock is None else lock.remaining()
+
+    def extend(self, token: str, ttl_ms: int) -> bool:
+        lock = self._lock()
+        return lock is not None and lock._extend(token, ttl_ms)
+
+    def mark_lost(self, reason: str) -> None:
+        lock = self._lock()
+        if lock is not None:
+            lock._mark_lost(reason)
+
+    def __repr__(self) -> str:
+        lock = self._lock()
+        return f"<dropped RedisLock {self.key!r}>" if lock is None else repr(lock)

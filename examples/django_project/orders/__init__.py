@@ -1,0 +1,1 @@
+"""An app with jobs: see jobs.py."""

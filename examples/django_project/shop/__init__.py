@@ -1,0 +1,1 @@
+"""The example project: settings, URLs, WSGI."""

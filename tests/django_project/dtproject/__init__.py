@@ -1,0 +1,1 @@
+"""The test project's settings, URLs and WSGI entry point."""
