@@ -55,8 +55,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slot (seen: a gunicorn test missing a slot at a load of 7). So every slow test joins
     one xdist group, which one worker runs in order, while the other worker takes the
     fresh-venv packaging tests (CPU, not timing) and any fast tests selected with them.
+    The tests against ``CRONLOCK_TEST_REDIS_URL`` share one group too: each flushes that
+    one database, so two workers would flush each other's keys.
     """
     for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("redis_url") == "extra":
+            # One server of the user's, flushed before each test: one worker at a time.
+            item.add_marker(pytest.mark.xdist_group("extra-server"))
+            continue
         if item.get_closest_marker("slow") is None:
             continue
         packaging = item.nodeid.startswith("tests/packaging/")
