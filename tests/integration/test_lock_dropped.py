@@ -15,7 +15,7 @@ from cronlock._keys import LockKeys
 from cronlock.lock._renewal import HOLDS
 from cronlock.testing import wait_until
 
-TTL = 0.3
+TTL = 1.0  # renewed every ttl/3; shorter leases lapse when a loaded machine delays a renewal
 
 
 def lock_key(key: str) -> str:
@@ -34,11 +34,15 @@ def renewed(client: redis.Redis, key: str, times: int) -> Callable[[], bool]:
     return check
 
 
-def garbage_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+def garbage_warnings(caplog: pytest.LogCaptureFixture, key: str) -> list[str]:
+    """The WARNINGs about a dropped handle of ``key`` (a handle another test of this
+    process dropped may be noticed during this one: it names its own key)."""
     return [
         r.getMessage()
         for r in caplog.records
-        if r.levelno == logging.WARNING and "garbage-collected" in r.getMessage()
+        if r.levelno == logging.WARNING
+        and "garbage-collected" in r.getMessage()
+        and repr(key) in r.getMessage()
     ]
 
 
@@ -47,6 +51,7 @@ def test_a_dropped_renewing_handle_lets_its_lease_lapse(
 ) -> None:
     """A renew=True handle dropped unreleased is collected; its key expires; a WARNING names it."""
     caplog.set_level(logging.WARNING, logger="cronlock")
+    holds_before = len(HOLDS)  # other tests' holds may still be ending: count ours only
     lock = RedisLock(client, "dropped-job", ttl=TTL, renew=True).acquire()
     wait_until(renewed(client, "dropped-job", 1), timeout=10, interval=0.02)  # renewing
     handle = weakref.ref(lock)
@@ -54,10 +59,9 @@ def test_a_dropped_renewing_handle_lets_its_lease_lapse(
     gc.collect()
     assert handle() is None  # the renewal thread does not keep it alive
     wait_until(lambda: client.exists(lock_key("dropped-job")) == 0, timeout=5, interval=0.02)
-    wait_until(lambda: garbage_warnings(caplog), timeout=5)
-    (message,) = garbage_warnings(caplog)
-    assert "'dropped-job'" in message
-    wait_until(lambda: len(HOLDS) == 0, timeout=5)
+    wait_until(lambda: garbage_warnings(caplog, "dropped-job"), timeout=5)
+    assert len(garbage_warnings(caplog, "dropped-job")) == 1
+    wait_until(lambda: len(HOLDS) <= holds_before, timeout=5)
     # The key is free again: a new holder gets it at once.
     with redis_lock(client, "dropped-job", ttl=5):
         pass
@@ -74,7 +78,7 @@ def test_a_held_handle_keeps_renewing_past_several_ttls(
     assert (value.decode() if isinstance(value, bytes) else value) == lock.token
     assert not lock.lost.is_set()
     assert lock.release() is True
-    assert garbage_warnings(caplog) == []
+    assert garbage_warnings(caplog, "held-job") == []
 
 
 def test_a_with_block_without_as_keeps_renewing(
@@ -87,7 +91,7 @@ def test_a_with_block_without_as_keeps_renewing(
         wait_until(renewed(client, "with-job", 6), timeout=10, interval=0.02)
         assert client.get(lock_key("with-job")) == token
     assert client.exists(lock_key("with-job")) == 0  # released by the with block
-    assert garbage_warnings(caplog) == []
+    assert garbage_warnings(caplog, "with-job") == []
 
 
 def test_exclusive_keeps_renewing_while_the_function_runs(
@@ -105,4 +109,4 @@ def test_exclusive_keeps_renewing_while_the_function_runs(
 
     assert job() == b"done"
     assert client.exists(lock_key("exclusive-job")) == 0
-    assert garbage_warnings(caplog) == []
+    assert garbage_warnings(caplog, "exclusive-job") == []
