@@ -33,7 +33,7 @@ MAX_LINES = 400
 
 #: What is left to remove, counted on the way to zero (each step of the restructuring
 #: lowers these; a count above its budget fails).
-BUDGET = {"cycles": 0, "private reaches": 1, "long modules": 3}
+BUDGET = {"cycles": 0, "private reaches": 0, "long modules": 3}
 
 #: Private names of other libraries that cronlock uses on purpose, each with its reason.
 #: They are not another *cronlock* module's members, so they are not counted.
@@ -42,6 +42,8 @@ FOREIGN_PRIVATE: dict[str, str] = {
     "_get_current_object": "werkzeug's documented way from a LocalProxy to its object",
     "_lock": "redis-py's ConnectionPool lock, held across fork() (see cronlock._forksafe)",
     "_getframe": "CPython's documented sys._getframe (cronlock.django: who is calling)",
+    "_register_atexit": "threading's exit hook that runs before ThreadPoolExecutor threads are "
+    "joined (cronlock._autostart; it falls back to atexit where it is missing)",
 }
 
 #: Modules allowed over MAX_LINES, each with its reason. Aim: empty.
