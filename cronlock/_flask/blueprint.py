@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -37,17 +37,14 @@ import redis
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from cronlock._dashboard import dashboard_context
 from cronlock.errors import ConfigurationError
-from cronlock.outcomes import HistoryEvent
 
 logger = logging.getLogger("cronlock.flask")
 
 PACKAGE = Path(__file__).resolve().parent.parent
 ACTIONS = ("read", "pause", "resume", "trigger", "add_schedule", "remove_schedule")
 MAX_HISTORY = 500
-DASHBOARD_HISTORY = 40  # entries in the dashboard's "recent runs"
-DASHBOARD_HISTORY_PER_JOB = 10
-END_EVENTS = frozenset(e.value for e in HistoryEvent if e.ends_run)
 
 Authorize = Callable[[str], bool]
 
@@ -341,41 +338,15 @@ class _Views:
     # -- the dashboard ------------------------------------------------------------------
 
     def dashboard(self) -> str:
-        admin = self.src.admin()
-        job_list = admin.jobs()
-        recent: list[Any] = []
-        last_end: dict[str, Any] = {}
-        for status in job_list[:50]:
-            entries = admin.history(status.key, DASHBOARD_HISTORY_PER_JOB)
-            recent.extend(entries)
-            last_end[status.key] = next((e for e in entries if e.event in END_EVENTS), None)
-        # A "running" entry followed by its end says nothing the end does not: drop it.
-        ended = {(e.key, e.slot, e.attempt) for e in recent if e.event in END_EVENTS}
-        recent = [
-            e for e in recent if e.event != "running" or (e.key, e.slot, e.attempt) not in ended
-        ]
-        recent.sort(key=lambda e: e.at, reverse=True)
-        try:
-            healthy, report = self.src.health()
-        except redis.RedisError as exc:
-            healthy, report = False, {"problems": [str(exc)]}
+        context = dashboard_context(self.src.admin(), self.src.health)
         return render_template(
             "cronlock/dashboard.html",
+            **context,
             title=self.title,
-            jobs=job_list,
-            last_end=last_end,
-            recent=recent[:DASHBOARD_HISTORY],
-            runners=admin.runners(),
-            schedules=admin.list_schedules(),
-            healthy=healthy,
-            health=report,
             authorized=self.allowed("pause"),
             token_auth=bool(current_app.config.get("CRONLOCK_API_TOKEN")),
             api=request.script_root + (self.bp.url_prefix or "") + "/api",
             static=request.script_root + (self.bp.url_prefix or "") + "/static",
-            now=datetime.now(timezone.utc),
-            fmt=_fmt,
-            ago=_ago,
         )
 
 
@@ -389,27 +360,3 @@ class _BodyError(Exception):
 def _schedule_dict(spec: Any) -> dict[str, Any]:
     out = dict(spec.__dict__) if not hasattr(spec, "as_dict") else spec.as_dict()
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in out.items()}
-
-
-def _fmt(value: Optional[datetime]) -> str:
-    """A datetime as ``YYYY-MM-DD HH:MM:SS`` UTC, or an em dash."""
-    if value is None:
-        return "—"
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _ago(value: Optional[datetime], now: datetime) -> str:
-    """``in 3 s`` / ``5 min ago`` relative to ``now``."""
-    if value is None:
-        return ""
-    seconds = (value - now).total_seconds()
-    amount = abs(seconds)
-    if amount < 90:
-        text = f"{amount:.0f} s"
-    elif amount < 5400:
-        text = f"{amount / 60:.0f} min"
-    elif amount < 172800:
-        text = f"{amount / 3600:.0f} h"
-    else:
-        text = f"{amount / 86400:.0f} d"
-    return f"in {text}" if seconds >= 0 else f"{text} ago"
