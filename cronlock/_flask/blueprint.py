@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -37,6 +36,7 @@ import redis
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from cronlock._api import schedule_dict, schedule_request
 from cronlock._dashboard import dashboard_context
 from cronlock.errors import ConfigurationError
 
@@ -278,7 +278,7 @@ class _Views:
 
     def schedules(self) -> Response:
         specs = self.src.admin().list_schedules()
-        return jsonify({"schedules": [_schedule_dict(s) for s in specs]})
+        return jsonify({"schedules": [schedule_dict(s) for s in specs]})
 
     # -- mutations ------------------------------------------------------------------------
 
@@ -308,22 +308,9 @@ class _Views:
 
     def add_schedule(self) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
-            fields = dict(data)
-            task = fields.pop("task", None)
-            if not isinstance(task, str):
-                raise TypeError(f"task must be a string (a task name); got {task!r}")
-            options = fields.pop("options", {}) or {}
-            if not isinstance(options, dict):
-                raise TypeError(f"options must be an object; got {options!r}")
-            known = {"cron", "interval", "timezone", "payload", "schedule_id"}
-            unknown = sorted(set(fields) - known)
-            if unknown:
-                raise ConfigurationError(
-                    f"unknown field(s) {', '.join(map(repr, unknown))}; known fields: "
-                    f"task, {', '.join(sorted(known))}, options"
-                )
-            spec = self.src.admin().add_schedule(task, **fields, **options)
-            return {"schedule": _schedule_dict(spec)}, 201
+            task, arguments = schedule_request(data)
+            spec = self.src.admin().add_schedule(task, **arguments)
+            return {"schedule": schedule_dict(spec)}, 201
 
         return self.mutate("add_schedule", run)
 
@@ -355,8 +342,3 @@ class _BodyError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
-
-
-def _schedule_dict(spec: Any) -> dict[str, Any]:
-    out = dict(spec.__dict__) if not hasattr(spec, "as_dict") else spec.as_dict()
-    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in out.items()}

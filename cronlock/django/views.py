@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
 from typing import Any, Callable, Optional
 
 import redis
@@ -35,6 +34,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_protect
 
 from cronlock import _dashboard
+from cronlock._api import schedule_dict, schedule_request
 from cronlock.django import ProjectRunner, runner
 from cronlock.django._settings import parse_settings
 from cronlock.errors import ConfigurationError
@@ -255,7 +255,7 @@ def schedules(request: HttpRequest) -> HttpResponse:
 @_api("read", ("GET",))
 def _list_schedules(request: HttpRequest) -> HttpResponse:
     specs = _project().admin.list_schedules()
-    return JsonResponse({"schedules": [_schedule_dict(s) for s in specs]})
+    return JsonResponse({"schedules": [schedule_dict(s) for s in specs]})
 
 
 # -- actions ----------------------------------------------------------------------------
@@ -304,22 +304,9 @@ def trigger(request: HttpRequest, key: str) -> HttpResponse:
 @_api("add_schedule", ("POST",))
 def _add_schedule(request: HttpRequest) -> HttpResponse:
     def run(data: dict[str, Any]) -> tuple[Any, int]:
-        fields = dict(data)
-        task = fields.pop("task", None)
-        if not isinstance(task, str):
-            raise TypeError(f"task must be a string (a task name); got {task!r}")
-        options = fields.pop("options", {}) or {}
-        if not isinstance(options, dict):
-            raise TypeError(f"options must be an object; got {options!r}")
-        known = {"cron", "interval", "timezone", "payload", "schedule_id"}
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown field(s) {', '.join(map(repr, unknown))}; known fields: "
-                f"task, {', '.join(sorted(known))}, options"
-            )
-        spec = _project().admin.add_schedule(task, **fields, **options)
-        return {"schedule": _schedule_dict(spec)}, 201
+        task, arguments = schedule_request(data)
+        spec = _project().admin.add_schedule(task, **arguments)
+        return {"schedule": schedule_dict(spec)}, 201
 
     return _mutate(request, "add_schedule", run)
 
@@ -335,8 +322,3 @@ def remove_schedule(request: HttpRequest, schedule_id: str) -> HttpResponse:
         return {"removed": schedule_id}, 200
 
     return _mutate(request, "remove_schedule", run)
-
-
-def _schedule_dict(spec: Any) -> dict[str, Any]:
-    out = dict(spec.__dict__) if not hasattr(spec, "as_dict") else spec.as_dict()
-    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in out.items()}

@@ -325,3 +325,46 @@ def test_the_api_needs_staff_or_the_named_permission(
         project.close()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == expected
+
+
+SCHEDULES = """
+import json
+from django.contrib.auth.models import User
+from django.test import Client
+User.objects.create_user("boss", password="x", is_staff=True)
+client = Client()  # the test client does not check CSRF unless asked: the body is what is tested
+client.force_login(User.objects.get(username="boss"))
+def post(body):
+    r = client.post("/cronlock/api/schedules", json.dumps(body), content_type="application/json")
+    return [r.status_code, json.loads(r.content)]
+seen = {
+    "unknown": post({"task": "reindex", "interval": 5, "colour": "red"}),
+    "bad-task": post({"task": 7, "interval": 5}),
+    "added": post({"task": "reindex", "interval": 60, "schedule_id": "ri"}),
+}
+listed = json.loads(client.get("/cronlock/api/schedules").content)["schedules"]
+seen["listed"] = [s["id"] for s in listed]
+print(json.dumps(seen))
+"""
+
+
+def test_the_schedules_api_reads_its_body_as_the_flask_one_does(
+    server: RedisServer, tmp_path: Path
+) -> None:
+    """POST /cronlock/api/schedules: an unknown field or a bad task is a 400 naming it,
+    nothing written; a good body is stored (201) and listed."""
+    project = Project(server.url, tmp_path, prefix="dj-sched")
+    try:
+        assert project.manage("migrate", "-v0").returncode == 0
+        done = project.manage("shell", "-c", SCHEDULES)
+    finally:
+        project.close()
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["unknown"][0] == 400
+    assert "'colour'" in seen["unknown"][1]["error"]
+    assert seen["bad-task"][0] == 400
+    assert "task must be a string" in seen["bad-task"][1]["error"]
+    assert seen["added"][0] == 201
+    assert seen["added"][1]["schedule"]["id"] == "ri"
+    assert seen["listed"] == ["ri"]
