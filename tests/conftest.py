@@ -52,9 +52,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under xdist, slow tests run one at a time: they time real processes and servers.
 
     Two slow tests at once on a 2-core machine can starve each other's replicas past a
-    slot (seen: a gunicorn test missing a slot at a load of 7). So every slow test joins
-    one xdist group, which one worker runs in order, while the other worker takes the
-    fresh-venv packaging tests (CPU, not timing) and any fast tests selected with them.
+    slot (seen: a gunicorn test missing a slot at a load of 7, and a fault scenario's
+    owner losing its 1.2 s lease while fresh-venv pip installs ran beside it). So every
+    slow test, the packaging ones included, joins one xdist group, which one worker runs
+    in order; the other worker takes any fast tests selected with them.
     The tests against ``CRONLOCK_TEST_REDIS_URL`` share one group too: each flushes that
     one database, so two workers would flush each other's keys.
     """
@@ -64,10 +65,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             # One server of the user's, flushed before each test: one worker at a time.
             item.add_marker(pytest.mark.xdist_group("extra-server"))
             continue
-        if item.get_closest_marker("slow") is None:
-            continue
-        packaging = item.nodeid.startswith("tests/packaging/")
-        item.add_marker(pytest.mark.xdist_group("packaging" if packaging else "slow"))
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.xdist_group("slow"))
 
 
 def _started_runners() -> list[runner_module.CronRunner]:
