@@ -157,6 +157,27 @@ def _assert_each_slot_once(
     return window
 
 
+def _assert_recycled_runs_handed_over(history: History, stopped_at: float) -> None:
+    """Runs of ``long`` cut short by a recycled worker were handed over: they ended
+    (cancelled) when their worker exited, never overlapped, and a later attempt or slot
+    started within 15 s (without a handover the 60 s lease would hold the job)."""
+    exits = {r["pid"]: r["t"] for r in history.events("worker_exit")}
+    long_starts = history.events("start", "long")
+    _assert_no_overlap(history, "long")
+    handed_over = [
+        r
+        for r in history.events("end", "long")
+        if r["outcome"] == "cancelled" and r["t"] < stopped_at - 3
+    ]
+    assert handed_over, "no run of 'long' was interrupted by a recycled worker"
+    for end in handed_over:
+        assert end["pid"] in exits  # it ended because its worker exited
+        later = [s for s in long_starts if s["t"] > end["t"]]
+        assert later, f"nothing ran after the handover at {end['t']}"
+        assert later[0]["t"] - end["t"] < 15, f"next run {later[0]['t'] - end['t']:.1f} s later"
+        assert (later[0]["slot"], later[0]["attempt"]) > (end["slot"], end["attempt"])
+
+
 def _assert_no_overlap(history: History, job: str) -> None:
     """Attempts of one slot ran one after the other, each earlier one cut short."""
     ends = {(r["slot"], r["attempt"]): r for r in history.events("end", job)}
@@ -251,22 +272,7 @@ def test_recycled_workers_keep_one_run_per_slot_and_hand_over(
     _assert_each_slot_once(history, t0, stopped_at, handover=True)
     workers = {r["pid"] for r in history.events("worker")}
     assert len(workers) > 4, "no worker was recycled"
-    exits = {r["pid"]: r["t"] for r in history.events("worker_exit")}
-    long_starts = history.events("start", "long")
-    _assert_no_overlap(history, "long")
-    handed_over = [
-        r
-        for r in history.events("end", "long")
-        if r["outcome"] == "cancelled" and r["t"] < stopped_at - 3
-    ]
-    assert handed_over, "no run of 'long' was interrupted by a recycled worker"
-    for end in handed_over:
-        assert end["pid"] in exits  # it ended because its worker exited
-        later = [s for s in long_starts if s["t"] > end["t"]]
-        assert later, f"nothing ran after the handover at {end['t']}"
-        # Without a handover the lease would hold the job for 60 s.
-        assert later[0]["t"] - end["t"] < 15, f"next run {later[0]['t'] - end['t']:.1f} s later"
-        assert (later[0]["slot"], later[0]["attempt"]) > (end["slot"], end["attempt"])
+    _assert_recycled_runs_handed_over(history, stopped_at)
 
 
 def test_a_forked_runner_is_a_runner_of_its_own(redis_server: RedisServer) -> None:

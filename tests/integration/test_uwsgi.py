@@ -22,7 +22,11 @@ import redis
 from cronlock import Admin
 from cronlock.testing import RedisServer, wait_until
 from tests.history import ROOT, History
-from tests.integration.test_gunicorn import _assert_each_slot_once, _assert_no_overlap, _slots_since
+from tests.integration.test_gunicorn import (
+    _assert_each_slot_once,
+    _assert_recycled_runs_handed_over,
+    _slots_since,
+)
 from tests.uwsgi_server import UwsgiServer
 
 pytest.importorskip("flask")
@@ -200,21 +204,7 @@ def test_recycled_workers_hand_over_their_running_slot(tmp_path: Path, server: R
     window = _assert_each_slot_once(history, t0, stopped_at, handover=True, slots=SLOTS)
     _assert_in_workers_only(history, masters, window)
     assert len({r["pid"] for r in history.events("worker")}) > 3, "no worker was recycled"
-    exits = {r["pid"]: r["t"] for r in history.events("worker_exit")}
-    long_starts = history.events("start", "long")
-    _assert_no_overlap(history, "long")
-    handed_over = [
-        r
-        for r in history.events("end", "long")
-        if r["outcome"] == "cancelled" and r["t"] < stopped_at - 3
-    ]
-    assert handed_over, "no run of 'long' was interrupted by a recycled worker"
-    for end in handed_over:
-        assert end["pid"] in exits  # it ended because its worker exited
-        later = [s for s in long_starts if s["t"] > end["t"]]
-        assert later, f"nothing ran after the handover at {end['t']}"
-        assert later[0]["t"] - end["t"] < 15, f"next run {later[0]['t'] - end['t']:.1f} s later"
-        assert (later[0]["slot"], later[0]["attempt"]) > (end["slot"], end["attempt"])
+    _assert_recycled_runs_handed_over(history, stopped_at)
 
 
 def test_without_enable_threads_pyuwsgi_runs_each_slot_once(
