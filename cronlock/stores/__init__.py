@@ -2,12 +2,14 @@
 
 A redis-py client given to [`CronRunner`][cronlock.runner.CronRunner] or
 [`Admin`][cronlock.admin.Admin] becomes a [`RedisStore`][cronlock.stores.RedisStore];
-a store may also be passed directly:
+a store may also be passed directly, or named by a URL
+([`from_url`][cronlock.stores.from_url]):
 
 ```python
-from cronlock.stores import RedisStore
+from cronlock.stores import RedisStore, from_url
 
 runner = CronRunner(RedisStore(client, prefix="myapp"), prefix="myapp")
+admin = Admin(from_url("redis+sentinel://s1:26379/mymaster/0", prefix="myapp"))
 ```
 """
 
@@ -19,6 +21,7 @@ from cronlock.errors import ConfigurationError
 from cronlock.stores.base import Store, Subscription
 from cronlock.stores.redis import RedisStore
 from cronlock.stores.types import ClaimReply, ClaimStatus, HistoryEntry, TriggerReply, TriggerStatus
+from cronlock.stores.urls import from_url
 
 __all__ = [
     "ClaimReply",
@@ -30,6 +33,7 @@ __all__ = [
     "TriggerReply",
     "TriggerStatus",
     "as_store",
+    "from_url",
 ]
 
 
