@@ -56,7 +56,6 @@ from collections.abc import Sequence
 from typing import Optional
 
 import redis
-from redis.exceptions import RedisClusterException
 
 from cronlock._version import __version__
 from cronlock.cli._common import (
@@ -145,7 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _unavailable(args: argparse.Namespace, error: Exception) -> str:
     """What to print when ``error`` means the store could not be reached; "" otherwise."""
-    if isinstance(error, (redis.ConnectionError, redis.TimeoutError, RedisClusterException)):
+    if isinstance(error, (redis.ConnectionError, redis.TimeoutError)):
         return f"Redis unavailable: {error}"
     store = getattr(args, "store", None)
     errors = () if store is None or isinstance(error, redis.RedisError) else store.errors

@@ -303,22 +303,29 @@ class RedisStore:
         pipe.rpush(trigger_key(self.prefix, key), request)
         pipe.ltrim(trigger_key(self.prefix, key), -max_pending, -1)
         pipe.sadd(pending_triggers_key(self.prefix), key)
-        pipe.publish(self._events, json.dumps({"type": "trigger", "key": key}))
-        pipe.execute()
+        self._announcing(pipe, {"type": "trigger", "key": key})
 
     def put_schedule(self, schedule_id: str, spec: str) -> None:
         pipe = self.client.pipeline(transaction=False)
         pipe.hset(schedules_key(self.prefix), schedule_id, spec)
         pipe.incr(schedules_version_key(self.prefix))
-        pipe.publish(self._events, json.dumps({"type": "schedules"}))
-        pipe.execute()
+        self._announcing(pipe, {"type": "schedules"})
 
     def remove_schedule(self, schedule_id: str) -> bool:
         pipe = self.client.pipeline(transaction=False)
         pipe.hdel(schedules_key(self.prefix), schedule_id)
         pipe.incr(schedules_version_key(self.prefix))
-        pipe.publish(self._events, json.dumps({"type": "schedules"}))
-        return bool(pipe.execute()[0])
+        return bool(self._announcing(pipe, {"type": "schedules"})[0])
+
+    def _announcing(self, pipe: Any, event: Mapping[str, Any]) -> list[Any]:
+        """Run ``pipe`` with ``event`` published after its commands: in the same round
+        trip, or on a Cluster (whose pipelines refuse PUBLISH) in one more."""
+        if isinstance(self.client, RedisCluster):
+            replies: list[Any] = pipe.execute()
+            self.publish(event)
+            return replies
+        pipe.publish(self._events, json.dumps(dict(event)))
+        return list(pipe.execute()[:-1])
 
     def __repr__(self) -> str:
         return f"RedisStore(prefix={self.prefix!r})"
