@@ -67,9 +67,10 @@ def from_url(url: str, *, prefix: str = "cronlock", **options: Any) -> Store:
         store: Store = _store_class("postgres", "PostgresStore", url)(dsn, prefix, **options)
         return store
     if scheme == "sqlite":
+        from cronlock.stores.sqlite import SqliteStore  # noqa: PLC0415 - only when asked for
+
         path, from_query = sqlite_path(url)
-        store = _store_class("sqlite", "SqliteStore", url)(path, prefix, **from_query, **options)
-        return store
+        return SqliteStore(path, prefix, **{**from_query, **options})
     wanted = ", ".join(f"{s}://" for s in STORE_SCHEMES)
     raise ConfigurationError(f"a store URL must start with one of {wanted}; got {masked(url)!r}")
 
@@ -147,7 +148,7 @@ def _store_class(module: str, name: str, url: str) -> Any:
     """``cronlock.stores.MODULE.NAME``, imported when first asked for.
 
     By name, not by an import statement: the PostgreSQL store needs psycopg, which is an
-    extra, and a store's module need not exist in every version.
+    extra, and its module is not in every version.
     """
     try:
         found = importlib.import_module(f"cronlock.stores.{module}")
