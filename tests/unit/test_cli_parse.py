@@ -324,3 +324,11 @@ def test_fire_rows_note_only_where_the_offset_changes() -> None:
 def test_key_from_redis_key(redis_key: str, key: str | None) -> None:
     """Only ``PREFIX:lock:{KEY}`` names map back to a lock key."""
     assert key_from_redis_key(redis_key, "cronlock") == key
+
+
+def test_the_demo_refuses_a_store_that_is_not_redis(
+    no_url_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's replicas run on Redis: a SQLite URL exits 2 before anything starts."""
+    assert main(["--store-url", "sqlite:///x.db", "demo"]) == 2
+    assert "the demo runs on Redis; --store-url names 'sqlite:///x.db'" in capsys.readouterr().err
