@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
 from cronlock import CronRunner, FakeClock, redis_lock
+from cronlock.doctor import check_server
 from cronlock.stores import RedisStore, from_url
 from cronlock.testing import RedisServer, wait_until
 from tests.cluster import start_cluster
@@ -263,3 +265,18 @@ def test_redis_url_option_works_for_a_sentinel_url(sentinel_topology: Topology) 
     out = cronlock("--redis-url", sentinel_topology.url, "--prefix", PREFIX, "jobs", "--json")
     assert out.returncode == 0, out.stderr
     assert isinstance(json.loads(out.stdout), list)
+
+
+def test_check_server_on_each_node_writes_its_probe_on_that_node(
+    cluster_topology: Topology,
+) -> None:
+    """check_server given one node's plain client picks a probe key that node serves:
+    scripting and keys pass on every node, every time (a random key would be MOVED)."""
+    cluster = cluster_topology.client
+    for node in cluster.get_primaries():
+        with redis.Redis(host=node.host, port=node.port, socket_timeout=5) as plain:
+            for _ in range(3):
+                checks = {c.name: c for c in check_server(plain, prefix=PREFIX)}
+                assert checks["scripting"].status == "pass", checks["scripting"]
+                assert checks["keys"].status == "pass", checks["keys"]
+                assert checks["cluster"].status == "pass"

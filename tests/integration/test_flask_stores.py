@@ -139,3 +139,12 @@ def test_bad_store_configuration_fails_at_init_app(config: dict[str, Any], match
     with pytest.raises(ConfigurationError, match=match) as error:
         make_app(**config)
     assert "secret" not in str(error.value)
+
+
+def test_a_redis_runners_health_names_its_store(redis_url: str) -> None:
+    """On Redis, too, the store fields and their older names carry the same answer."""
+    app, ext = make_app(CRONLOCK_STORE_URL=redis_url)
+    report = ext.runner_for(app).health()
+    assert report.store is report.redis is True
+    assert report.store_latency_ms == report.redis_latency_ms
+    assert report.store_kind == f"RedisStore(prefix={PREFIX!r})"
