@@ -157,3 +157,11 @@ def test_a_forked_child_uses_its_own_connection(tmp_path: Path) -> None:
     assert p.exitcode == 0
     assert sorted(store.schedules()) == ["s", "t"]
     assert os.getpid() != p.pid
+
+
+def test_runners_on_sqlite_poll_every_second_unless_told(tmp_path: Path) -> None:
+    """SQLite has no notifications: the runner's default poll is 1 s there (10 s on Redis)."""
+    store = SqliteStore(tmp_path / "jobs.db")
+    assert store.subscribe() is None
+    assert CronRunner(store).poll_interval == 1.0
+    assert CronRunner(store, poll_interval=5).poll_interval == 5.0
