@@ -74,6 +74,7 @@ class ClaimStatus(_Word):
     PAUSED = "paused"  # the job is paused
     CORRUPT = "corrupt"  # the job's state key holds data cronlock did not write
     UNREPLICATED = "unreplicated"  # won, but fewer replicas than wait_replicas had it: handed back
+    GONE = "gone"  # a re-check found the job's state forgotten (empty restart): not started
 
 
 class TriggerStatus(_Word):

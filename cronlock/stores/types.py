@@ -43,6 +43,9 @@ class ClaimReply:
     server_now_ms: int = 0
     detail: str = ""
     replicas: int = -1  # replicas that acknowledged the claim (WAIT); -1: not asked
+    #: (slot ms, attempt) of each older run of the job that this claim recorded as ended
+    #: because its lease lapsed without a finish (``expired``, ``abandoned``).
+    ended: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,10 @@ class SlotClaim:
     overlap: str
     holder: str
     retention: Retention = NO_RETENTION
+    #: A re-check of a slot this runner was told runs elsewhere (``taken``, a handover):
+    #: it may take a lapsed lease over, but never starts the slot afresh; when the job's
+    #: state no longer names the slot (the store forgot it) the reply is ``gone``.
+    recheck: bool = False
 
 
 @dataclass(frozen=True)

@@ -101,11 +101,14 @@ class RedisStore:
         ]
         kept = claim.retention
         if not kept.max_entries:
+            if claim.recheck:
+                return [state], [*args, 0, 0, 1]
             return [state], args
         return [state, history_key(self.prefix, claim.key)], [
             *args,
             kept.max_entries,
             kept.max_age_ms,
+            *((1,) if claim.recheck else ()),
         ]
 
     def claim_slots(
