@@ -121,7 +121,7 @@ class Scheduler:
         with self.cond:
             if not self.slots.seeded:
                 self.slots.seed_all(self.jobs.values(), now_ms)
-            batch = self.slots.pop_due(now_ms)
+            batch = self.slots.pop_due(now_ms, early=False)
         return self.process(batch, now_ms, inline=True)
 
     # -- claims -------------------------------------------------------------------------
@@ -191,6 +191,8 @@ class Scheduler:
         """Carry out the decision for one reply; 1 if a handler ran (or was started)."""
         decision = decide(reply, early=entry.early, replication=self.replication)
         job = entry.job
+        if entry.kind == "claim":  # a scheduled slot's own claim (not a re-check)
+            job.won_last = decision.action is Action.START
         if decision.action is Action.ASK_AT_BOUNDARY:
             entry.early = False
             logger.debug(
