@@ -22,6 +22,7 @@ __all__ = [
     "Heartbeat",
     "HistoryEntry",
     "JobState",
+    "OperationalState",
     "Replication",
     "Retention",
     "SlotClaim",
@@ -137,6 +138,27 @@ class SyncReply:
 
     pending_triggers: frozenset[str]
     schedules_version: Optional[str]
+    #: The store's epoch: a token that changes when the store lost its state (an empty
+    #: restart); "" for a store that never forgets.
+    epoch: str = ""
+    #: Bumped by every pause, resume, pause-all and resume-all (None: none yet, or a
+    #: store that never forgets).
+    operations_version: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class OperationalState:
+    """What operators decided, as a runner last read it: restored if the store forgets it.
+
+    Attributes:
+        paused: the paused job keys.
+        pause_all: whether pause-all is in effect.
+        schedules: every dynamic schedule, id -> JSON spec.
+    """
+
+    paused: frozenset[str] = frozenset()
+    pause_all: bool = False
+    schedules: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
