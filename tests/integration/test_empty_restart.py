@@ -15,7 +15,7 @@ from cronlock import Admin, CronRunner, FakeClock, IntervalSchedule, JobContext,
 from cronlock._keys import job_key
 from cronlock.stores import ClaimReply, ClaimStatus, RedisStore
 from cronlock.stores.redis.claims import ClaimRequest, claim, finish
-from cronlock.stores.types import FinishInfo, Retention, SlotClaim
+from cronlock.stores.types import FinishInfo, OperationalState, Retention, SlotClaim
 from cronlock.testing import RedisServer, wait_until
 
 T0 = 1_800_000_000.0  # a multiple of 10 s
@@ -194,5 +194,27 @@ def test_a_held_lock_is_forgotten_by_an_empty_restart(
         assert second.held
         assert first.release() is False
         assert second.release() is True
+    finally:
+        client.close()
+
+
+def test_the_restore_is_claimed_once_per_epoch(
+    server_factory: Callable[..., RedisServer],
+) -> None:
+    """Only the runner that claimed an epoch's restore writes it; the same runner may try
+    again (a restore that failed midway), and it only adds what is missing."""
+    server = server_factory()
+    client = redis.Redis.from_url(server.url, socket_timeout=5)
+    try:
+        store = RedisStore(client, prefix=PREFIX)
+        state = OperationalState(paused=frozenset({"job"}), schedules={"s1": '{"task": "t"}'})
+        keep = Retention(10, 0)
+        assert store.restore("e1", state, "h:1:a", keep) == ["paused:job", "schedule:s1"]
+        assert store.restore("e1", state, "h:2:b", keep) is None  # another runner: no
+        assert store.restore("e1", state, "h:1:a", keep) == []  # again: nothing missing
+        assert store.operational_state() == OperationalState(
+            paused=frozenset({"job"}), pause_all=False, schedules={"s1": '{"task": "t"}'}
+        )
+        assert [e.event for e in store.history("job", 10)] == ["restored"]
     finally:
         client.close()

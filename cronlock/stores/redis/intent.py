@@ -88,8 +88,11 @@ def restore(
 ) -> Optional[list[str]]:
     """Write back what ``state`` holds and the store lacks, once per epoch (see the
     module docstring); None when another runner claimed this epoch's restore."""
-    if not client.set(restored_key(prefix, epoch), holder, nx=True, ex=RESTORE_CLAIM_S):
-        return None
+    claim = restored_key(prefix, epoch)
+    if not client.set(claim, holder, nx=True, ex=RESTORE_CLAIM_S):
+        owner = client.get(claim)
+        if owner is None or text(owner) != holder:  # ours: an earlier attempt failed midway
+            return None
     paused = sorted(state.paused)
     schedules = sorted(state.schedules.items())
     pipe = client.pipeline(transaction=False)
