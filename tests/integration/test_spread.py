@@ -66,7 +66,6 @@ def test_four_replicas_share_100_slots_no_one_wins_more_than_half(
     assert duplicates == []
     assert [b - a for a, b in zip(slots, slots[1:])] == [100] * (SLOTS - 1)  # none missed
     wins = Counter(winners[s] for s in slots)
-    print("wins per replica:", dict(sorted(wins.items())))
     assert max(wins.values()) <= SLOTS // 2, wins
 
 
