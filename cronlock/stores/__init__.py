@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from cronlock.errors import ConfigurationError
-from cronlock.stores.base import Store, Subscription
+from cronlock.stores.base import Restorable, Store, Subscription
 from cronlock.stores.redis import RedisStore
 from cronlock.stores.sql import SqlStore
 from cronlock.stores.sqlite import SqliteStore
@@ -34,6 +34,7 @@ __all__ = [
     "ClaimStatus",
     "HistoryEntry",
     "RedisStore",
+    "Restorable",
     "SqlStore",
     "SqliteStore",
     "Store",
