@@ -13,6 +13,7 @@ cronlock status | jobs | runners | history [KEY] [--limit N]
 cronlock pause|resume KEY | --all;  cronlock trigger KEY [--force]
 cronlock schedule add TASK --cron EXPR|--interval S [...] | list | remove ID
 cronlock run MODULE:ATTR [--stop-timeout S]
+cronlock store init | check
 ```
 
 Global options (before or after the command): ``--store-url URL`` (or its older name
@@ -82,6 +83,7 @@ COMMANDS: tuple[str, ...] = (
     "cronlock.cli._steer",
     "cronlock.cli._schedule",
     "cronlock.cli._run",
+    "cronlock.cli._store_schema",
     "cronlock.cli._demo",
 )
 
