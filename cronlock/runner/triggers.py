@@ -100,5 +100,6 @@ class Triggers:
             slot_ms=reply.slot_ms,
             on_end=self.scheduler.run_ended,
             kind=RunKind.MANUAL,
+            trigger_id=reply.trigger_id,
         )
         return self.scheduler.launch(run, inline)
