@@ -21,6 +21,7 @@ from cronlock.errors import (
     LockLost,
     LockNotAcquired,
     NotReplicated,
+    TriggerRefused,
 )
 from cronlock.exclusive import configure, exclusive
 from cronlock.job import Job
@@ -54,6 +55,7 @@ __all__ = [
     "RunnerStatistics",
     "Schedule",
     "SystemClock",
+    "TriggerRefused",
     "__version__",
     "at",
     "client_from_url",

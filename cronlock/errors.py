@@ -8,7 +8,8 @@ CronlockError
 ├── JobCancelled                           raised by ctx.check() once a run is cancelled
 │   └── JobTimeout                         ... because it ran past its job's timeout
 ├── CorruptStateError                      a cronlock key holds data that is not ours
-└── NotReplicated                          a claim reached fewer replicas than asked for
+├── NotReplicated                          a claim reached fewer replicas than asked for
+└── TriggerRefused                         a trigger of a paused job, without force
 ```
 
 Errors from Redis itself (``redis.ConnectionError``, ``redis.TimeoutError``, ...) are
@@ -65,3 +66,11 @@ class NotReplicated(CronlockError):
     run the slot); the slot is handed back so that a replica whose claim does reach the
     replicas can run it.
     """
+
+
+class TriggerRefused(CronlockError):
+    """A manual run was refused before it was queued (the job is paused; pass ``force``)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(message)

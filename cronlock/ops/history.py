@@ -13,7 +13,7 @@ appended by the claim, trigger and finish scripts themselves (no extra round tri
 | ``abandoned``  | the lease lapsed again after ``max_attempts``: the slot is marked failed     |
 | ``expired``    | the run never finished and a newer slot started (overlap ``skip``/``allow``) |
 | ``replaced``   | overlap ``replace``: a newer slot cut this run short                         |
-| ``skipped``    | a trigger was dropped (``reason`` ``paused`` or ``busy``)                    |
+| ``skipped``    | a trigger was dropped (``reason`` ``paused``, ``busy`` or ``expired``)       |
 
 Retention: ``CronRunner(history_max=1000, history_max_age=timedelta(days=7))`` caps
 each stream by count (exact ``MAXLEN``) and by age (``MINID`` from the entry ids, which
