@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pytest
@@ -38,8 +39,10 @@ import redis
 from cronlock import runner as runner_module
 from cronlock.clock import FakeClock
 from cronlock.runner import forks as runner_forks
+from cronlock.stores import Store
 from cronlock.testing import RedisServer
 from tests import procs
+from tests.stores import STORE_KINDS, fresh_prefix, redis_store, sqlite_store
 
 #: Read once, at collection; the live environment is never consulted in fixtures.
 EXTRA_URL: Optional[str] = os.environ.get("CRONLOCK_TEST_REDIS_URL") or None
@@ -168,6 +171,21 @@ def client(request: pytest.FixtureRequest, redis_url: str) -> Iterator[redis.Red
     c = redis.Redis.from_url(redis_url, decode_responses=request.param, socket_timeout=5)
     yield c
     c.close()
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store of each kind (see ``tests/stores.py``); closed after the test."""
+    prefix = fresh_prefix()
+    made: Store
+    if request.param == "redis":
+        made = redis_store(request.getfixturevalue("redis_server").url, prefix)
+    else:
+        made = sqlite_store(tmp_path, prefix)
+    yield made
+    close = getattr(made, "close", None)
+    if close is not None:
+        close()
 
 
 @pytest.fixture

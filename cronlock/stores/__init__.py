@@ -1,5 +1,9 @@
 """Where shared state lives: the [`Store`][cronlock.stores.Store] protocol and its implementations.
 
+[`RedisStore`][cronlock.stores.RedisStore] (Redis, Valkey, Sentinel, Cluster) and
+[`SqliteStore`][cronlock.stores.SqliteStore] (one SQLite file shared by the processes of
+one host) hold the same jobs with the same guarantees; docs/stores.md compares them.
+
 A redis-py client given to [`CronRunner`][cronlock.runner.CronRunner] or
 [`Admin`][cronlock.admin.Admin] becomes a [`RedisStore`][cronlock.stores.RedisStore];
 a store may also be passed directly:
@@ -18,6 +22,8 @@ from typing import Any, Optional
 from cronlock.errors import ConfigurationError
 from cronlock.stores.base import Store, Subscription
 from cronlock.stores.redis import RedisStore
+from cronlock.stores.sql import SqlStore
+from cronlock.stores.sqlite import SqliteStore
 from cronlock.stores.types import ClaimReply, ClaimStatus, HistoryEntry, TriggerReply, TriggerStatus
 
 __all__ = [
@@ -25,6 +31,8 @@ __all__ = [
     "ClaimStatus",
     "HistoryEntry",
     "RedisStore",
+    "SqlStore",
+    "SqliteStore",
     "Store",
     "Subscription",
     "TriggerReply",

@@ -1,0 +1,30 @@
+"""Every store the suite runs its store scenarios on, built one way.
+
+``store`` (a fixture in ``tests/conftest.py``) is parametrised over `STORE_KINDS`: each
+test gets a fresh prefix on the session's private Redis, a fresh SQLite file, or a fresh
+prefix on the session's private PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from cronlock.stores import RedisStore, SqliteStore
+
+STORE_KINDS = ["redis", "sqlite"]
+
+
+def fresh_prefix() -> str:
+    return "t" + uuid.uuid4().hex[:10]
+
+
+def redis_store(url: str, prefix: str) -> RedisStore:
+    return RedisStore(redis.Redis.from_url(url, socket_timeout=5), prefix=prefix)
+
+
+def sqlite_store(directory: Path, prefix: str, **options: Any) -> SqliteStore:
+    return SqliteStore(directory / "cronlock.db", prefix=prefix, **options)
