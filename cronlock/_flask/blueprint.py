@@ -10,10 +10,12 @@ GET    /api/jobs/<key>?limit=50     one job and its latest history entries
 GET    /api/runners                 live runners (heartbeats)
 GET    /api/schedules               dynamic schedules
 GET    /api/auth                    {"authorized": bool} for this request's credentials
-POST   /api/jobs/<key>/pause        {} -> 200
+POST   /api/jobs/<key>/pause        {"force": false} -> 200; 409 if no runner has <key>
 POST   /api/jobs/<key>/resume       {} -> 200
-POST   /api/jobs/<key>/trigger      {"force": false} -> 202 {"request_id": ...}
-POST   /api/schedules               {"task", "cron" | "interval", ...} -> 201
+POST   /api/jobs/<key>/trigger      {"force": false, "expires": 600} -> 202 {"request_id",
+                                    "runners", "warning" (no live runner)}; 409 if paused
+POST   /api/schedules               {"task", "cron" | "interval", ...} -> 201 {"schedule",
+                                    "warning" (no live runner has the task)}
 DELETE /api/schedules/<id>          -> 200, 404 if there was none
 ```
 
@@ -36,7 +38,14 @@ import redis
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from cronlock._api import schedule_dict, schedule_request
+from cronlock._api import (
+    Conflict,
+    pause_reply,
+    resume_request,
+    schedule_dict,
+    schedule_reply,
+    trigger_reply,
+)
 from cronlock._dashboard import dashboard_context
 from cronlock.errors import ConfigurationError
 
@@ -219,6 +228,8 @@ class _Views:
             result, status = fn(data)
         except KeyError as exc:
             return _json_error(404, str(exc.args[0]) if exc.args else "not found")
+        except Conflict as exc:
+            return _json_error(409, str(exc))
         except (ValueError, TypeError) as exc:  # ConfigurationError is a ValueError
             return _json_error(400, str(exc))
         logger.info("cronlock: management API %s by %s", action, request.remote_addr)
@@ -284,13 +295,13 @@ class _Views:
 
     def pause(self, key: str) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
-            self.src.admin().pause(key)
-            return {"key": key, "paused": True}, 200
+            return pause_reply(self.src.admin(), key, data)
 
         return self.mutate("pause", run)
 
     def resume(self, key: str) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
+            resume_request(data)
             self.src.admin().resume(key)
             return {"key": key, "paused": False}, 200
 
@@ -298,19 +309,13 @@ class _Views:
 
     def trigger(self, key: str) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
-            force = data.get("force", False)
-            if not isinstance(force, bool):
-                raise TypeError(f"force must be true or false; got {force!r}")
-            request_id = self.src.admin().trigger(key, force=force)
-            return {"key": key, "request_id": request_id}, 202
+            return trigger_reply(self.src.admin(), key, data)
 
         return self.mutate("trigger", run)
 
     def add_schedule(self) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
-            task, arguments = schedule_request(data)
-            spec = self.src.admin().add_schedule(task, **arguments)
-            return {"schedule": schedule_dict(spec)}, 201
+            return schedule_reply(self.src.admin(), data)
 
         return self.mutate("add_schedule", run)
 
