@@ -10,6 +10,7 @@ GET    /api/jobs/<key>?limit=50     one job and its latest history entries
 GET    /api/runners                 live runners (heartbeats)
 GET    /api/schedules               dynamic schedules
 GET    /api/auth                    {"authorized": bool} for this request's credentials
+GET    /api/openapi.json            this API described in OpenAPI 3.0
 POST   /api/jobs/<key>/pause        {"force": false} -> 200; 409 if no runner has <key>
 POST   /api/jobs/<key>/resume       {} -> 200
 POST   /api/jobs/<key>/trigger      {"force": false, "expires": 600} -> 202 {"request_id",
@@ -47,6 +48,7 @@ from cronlock._api import (
     trigger_reply,
 )
 from cronlock._dashboard import dashboard_context
+from cronlock._openapi import openapi
 from cronlock.errors import ConfigurationError
 
 logger = logging.getLogger("cronlock.flask")
@@ -139,10 +141,16 @@ def make_blueprint(
     bp.register_error_handler(_BodyError, views.body_error)
     bp.register_error_handler(redis.RedisError, views.redis_error)
     bp.register_error_handler(HTTPException, views.http_error)
+    # Routing errors (a method the route does not take, a path no route has) never reach
+    # the blueprint's handlers: Flask sends them to the app's. Answer those under the
+    # API as JSON too; every other path keeps the app's own page.
+    for code in (404, 405):
+        bp.app_errorhandler(code)(views.http_error)
     rules: list[tuple[str, str, Callable[..., Any]]] = [
         ("/", "GET", views.dashboard),
         ("/health", "GET", views.health),
         ("/api/auth", "GET", views.auth),
+        ("/api/openapi.json", "GET", views.openapi),
         ("/api/jobs", "GET", views.jobs),
         ("/api/jobs/<path:key>", "GET", views.job),
         ("/api/runners", "GET", views.runners),
@@ -249,7 +257,11 @@ class _Views:
     def http_error(self, error: HTTPException) -> Any:
         # Inside the API, answer errors (405, 404) as JSON like everything else.
         if request.path.startswith(request.script_root + (self.bp.url_prefix or "") + "/api"):
-            return _json_error(error.code or 500, error.description or str(error))
+            response, status = _json_error(error.code or 500, error.description or str(error))
+            for name, value in error.get_headers():
+                if name.lower() != "content-type":  # e.g. Allow, on a 405
+                    response.headers[name] = value
+            return response, status
         return error
 
     # -- reads --------------------------------------------------------------------------
@@ -260,6 +272,9 @@ class _Views:
         except redis.RedisError as exc:
             ok, report = False, {"ok": False, "redis": False, "problems": [str(exc)]}
         return jsonify(report), 200 if ok else 503
+
+    def openapi(self) -> Response:
+        return jsonify(openapi(request.script_root + (self.bp.url_prefix or "")))
 
     def auth(self) -> Response:
         return jsonify({"authorized": self.allowed("pause")})

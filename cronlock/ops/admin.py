@@ -301,7 +301,12 @@ class Admin:
         return sorted(out, key=lambda s: s.id)
 
     def remove_schedule(self, schedule_id: str) -> bool:
-        """Delete a dynamic schedule; True if it existed. Runs in progress finish."""
+        """Delete a dynamic schedule; True if it existed. Runs in progress finish.
+
+        An id that is not stored changes nothing (runners are not told to reconcile).
+        """
+        if schedule_id not in self.store.schedules():
+            return False
         return self.store.remove_schedule(schedule_id)
 
     def __repr__(self) -> str:
