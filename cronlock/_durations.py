@@ -36,8 +36,11 @@ def seconds_to_ms(value: Any, name: str, *, allow_zero: bool = False, signed: bo
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be seconds as int, float or timedelta; got {value!r}")
     else:
-        seconds = float(value)
-    if not math.isfinite(seconds):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond any float
+            seconds = math.inf
+    if not math.isfinite(seconds * 1000):  # 1e308 s is finite, its ms are not
         raise ConfigurationError(f"{name} must be a finite number of seconds; got {value!r}")
     ms = round(seconds * 1000)
     if signed:

@@ -56,6 +56,7 @@ def test_a_trigger_says_when_no_live_runner_has_the_job(s: Setup) -> None:
     [
         ({"expires": 0}, "expires"),
         ({"expires": "10m"}, "expires"),
+        ({"expires": 1e308}, "expires"),  # finite seconds, infinite milliseconds
         ({"force": "yes"}, "force"),
         ({"forse": True}, "forse"),
     ],
