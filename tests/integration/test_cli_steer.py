@@ -76,3 +76,10 @@ def test_jobs_says_when_a_runner_last_had_each_job(server: RedisServer) -> None:
     assert data["report"]["last_seen"].startswith("2027-01-15")  # the seeding runner's clock
     header = ops(server, "jobs").stdout.splitlines()[0]
     assert "SEEN" in header.split()
+
+
+def test_a_schedule_for_a_task_no_live_runner_has_warns(server: RedisServer) -> None:
+    """Stored (exit 0, JSON unchanged), with a warning on stderr naming the task."""
+    out = ops(server, "schedule", "add", "reindex", "--interval", "60")
+    assert out.returncode == 0, out.stderr
+    assert "no live runner has a handler for task 'reindex'" in out.stderr
