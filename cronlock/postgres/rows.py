@@ -17,7 +17,7 @@ from cronlock.context import JobContext
 from cronlock.observers import RunRecord
 from cronlock.outcomes import RunKind, RunOutcome
 
-__all__ = ["AuditRow", "Op", "abandoned", "audit_row", "ended", "record", "started"]
+__all__ = ["AuditRow", "Op", "abandoned", "audit_row", "coalesce", "ended", "record", "started"]
 
 #: The `kind` of attempt 2 or later of a scheduled slot.
 TAKEOVER = "takeover"
@@ -130,6 +130,14 @@ def ended(record: RunRecord) -> Op:
             ),
         },
     )
+
+
+def coalesce(ops: list[Op]) -> list[Op]:
+    """``ops`` less the start rows whose run also ends within them: the end writes the
+    whole row, and one transaction commits both, so the start adds nothing but a round
+    of index work (most runs are short enough to start and end within one batch)."""
+    ending = {op.params["run_id"] for op in ops if op.statement == "end"}
+    return [op for op in ops if op.statement != "start" or op.params["run_id"] not in ending]
 
 
 def abandoned(key: str, slot: datetime, at: datetime) -> Op:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import psycopg
 
-from cronlock.postgres.rows import Op
+from cronlock.postgres.rows import Op, coalesce
 from cronlock.postgres.table import Table
 
 logger = logging.getLogger("cronlock.postgres")
@@ -193,7 +193,7 @@ class Writer:
             conn = self._connect()
             statements = self.table.statements
             with conn.pipeline(), conn.cursor() as cur:
-                for name, group in itertools.groupby(ops, key=lambda op: op.statement):
+                for name, group in itertools.groupby(coalesce(ops), key=lambda op: op.statement):
                     cur.executemany(statements[name], [op.params for op in group])
             conn.commit()
         except _TRANSIENT as exc:
