@@ -111,3 +111,19 @@ def test_the_dashboard_marks_jobs_no_live_runner_has(s: Setup) -> None:
     """No runner started: each job carries a "no runner" badge."""
     page = s.http.get("/cronlock/").get_data(as_text=True)
     assert page.count('class="badge stale"') == 2
+
+
+def test_the_dashboard_names_health_warnings_and_unhandled_schedules(s: Setup) -> None:
+    """A schedule no live runner handles gets a "no handler" badge; health warnings are
+    counted in the badge, not hidden behind "healthy"."""
+    s.post("/schedules", json={"task": "nobody", "interval": 60})
+    s.ext.start(s.app)
+    try:
+        wait_until(lambda: s.http.get("/cronlock/health").status_code == 200, timeout=15)
+        s.runner.sync()  # picks the schedule up: its task has no handler here
+        page = s.http.get("/cronlock/").get_data(as_text=True)
+    finally:
+        s.runner.stop(timeout=5)
+    assert ">no handler<" in page
+    assert "healthy, 1 warning(s)" in page
+    assert "names task &#39;nobody&#39;, which has no handler here" in page
