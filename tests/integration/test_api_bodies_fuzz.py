@@ -15,6 +15,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cronlock.schedules import CronSchedule
 from cronlock.testing import RedisServer
 from tests.integration.test_flask_api import Setup, make_setup
 
@@ -33,6 +34,29 @@ BAD_SECONDS = st.one_of(
     st.floats(max_value=0, allow_nan=False),
     st.floats(min_value=1e306, allow_infinity=False),
 )
+
+
+def _cron(text: str) -> None:
+    CronSchedule(text)
+
+
+def _zone(name: str) -> None:
+    CronSchedule("0 * * * *", timezone=name)
+
+
+def _refused(check: Callable[[str], None]) -> Callable[[str], bool]:
+    """True for a value ``check`` refuses (what the fuzz needs for a bad field)."""
+
+    def refused(value: str) -> bool:
+        try:
+            check(value)
+        except (ValueError, TypeError):
+            return True
+        return False
+
+    return refused
+
+
 #: route -> (its known fields, a strategy of (field, bad value) pairs)
 ROUTES: dict[str, tuple[set[str], Any]] = {
     "/jobs/report/trigger": (
@@ -49,6 +73,8 @@ ROUTES: dict[str, tuple[set[str], Any]] = {
             st.tuples(st.just("task"), JSON.filter(lambda v: not isinstance(v, str))),
             st.tuples(st.just("options"), JSON.filter(lambda v: not isinstance(v, dict) and v)),
             st.tuples(st.just("interval"), BAD_SECONDS.filter(lambda v: v is not None)),
+            st.tuples(st.just("cron"), st.text(max_size=20).filter(_refused(_cron))),
+            st.tuples(st.just("timezone"), st.text(max_size=20).filter(_refused(_zone))),
         ),
     ),
 }
@@ -71,7 +97,7 @@ def bad_bodies(draw: Any) -> tuple[str, dict[str, Any], str]:
     """(route, body, the field the error must name)."""
     route = draw(st.sampled_from(sorted(ROUTES)))
     known, bad = ROUTES[route]
-    body: dict[str, Any] = {"task": "reindex", "interval": 60} if route == "/schedules" else {}
+    body: dict[str, Any] = {}
     unknown = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=10).filter(
         lambda name: name not in known
     )
@@ -79,6 +105,9 @@ def bad_bodies(draw: Any) -> tuple[str, dict[str, Any], str]:
         field, value = draw(bad)
     else:
         field, value = draw(unknown), draw(JSON)
+    if route == "/schedules":  # a valid schedule around the one bad field
+        body = {"task": "reindex"}
+        body.update({"cron": "0 * * * *"} if field in ("timezone", "cron") else {"interval": 60})
     body[field] = value
     return route, body, field
 
