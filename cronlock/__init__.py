@@ -21,6 +21,7 @@ from cronlock.errors import (
     LockLost,
     LockNotAcquired,
     NotReplicated,
+    RunAbandoned,
     TriggerRefused,
 )
 from cronlock.exclusive import configure, exclusive
@@ -52,6 +53,7 @@ __all__ = [
     "OffsetClock",
     "OnceSchedule",
     "RedisLock",
+    "RunAbandoned",
     "RunnerStatistics",
     "Schedule",
     "SystemClock",

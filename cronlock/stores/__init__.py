@@ -6,12 +6,14 @@ one host) hold the same jobs with the same guarantees; docs/stores.md compares t
 
 A redis-py client given to [`CronRunner`][cronlock.runner.CronRunner] or
 [`Admin`][cronlock.admin.Admin] becomes a [`RedisStore`][cronlock.stores.RedisStore];
-a store may also be passed directly:
+a store may also be passed directly, or named by a URL
+([`from_url`][cronlock.stores.from_url]):
 
 ```python
-from cronlock.stores import RedisStore
+from cronlock.stores import RedisStore, from_url
 
 runner = CronRunner(RedisStore(client, prefix="myapp"), prefix="myapp")
+admin = Admin(from_url("redis+sentinel://s1:26379/mymaster/0", prefix="myapp"))
 ```
 """
 
@@ -20,17 +22,19 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from cronlock.errors import ConfigurationError
-from cronlock.stores.base import Store, Subscription
+from cronlock.stores.base import Restorable, Store, Subscription
 from cronlock.stores.redis import RedisStore
 from cronlock.stores.sql import SqlStore
 from cronlock.stores.sqlite import SqliteStore
 from cronlock.stores.types import ClaimReply, ClaimStatus, HistoryEntry, TriggerReply, TriggerStatus
+from cronlock.stores.urls import from_url
 
 __all__ = [
     "ClaimReply",
     "ClaimStatus",
     "HistoryEntry",
     "RedisStore",
+    "Restorable",
     "SqlStore",
     "SqliteStore",
     "Store",
@@ -38,6 +42,7 @@ __all__ = [
     "TriggerReply",
     "TriggerStatus",
     "as_store",
+    "from_url",
 ]
 
 
