@@ -17,7 +17,7 @@ from typing import Any, Optional
 from cronlock._redisurl import masked, scheme_of
 from cronlock.cli._common import EXIT_FAILURE, EXIT_OK, CliError, add_global_options, emit_json
 from cronlock.cli._connect import open_store, store_url
-from cronlock.stores import SqliteStore, SqlStore
+from cronlock.stores import RedisStore, SqliteStore, SqlStore, Store
 from cronlock.stores.sql.schema import SCHEMA_VERSION
 from cronlock.stores.urls import POSTGRES_SCHEMES, is_redis_url
 
@@ -72,8 +72,10 @@ def _kind(args: argparse.Namespace) -> str:
     return "postgresql" if scheme_of(url) in POSTGRES_SCHEMES else scheme_of(url)
 
 
-def _no_tables(args: argparse.Namespace, what: str) -> int:
+def _no_tables(args: argparse.Namespace, store: Store, what: str) -> int:
     """Redis: nothing to create or check."""
+    if isinstance(store, RedisStore):
+        store.client.close()  # it may have asked whether the server is a Cluster node
     if args.json:
         location = masked(store_url(args)[0])
         emit_json({"store": "redis", "location": location, "schema_version": None})
@@ -94,7 +96,7 @@ def run_init(args: argparse.Namespace) -> int:
     """Create the tables unless tables of another version are there."""
     store = open_store(args, sql_options={"create_schema": True})
     if not isinstance(store, SqlStore):
-        return _no_tables(args, "nothing to create")
+        return _no_tables(args, store, "nothing to create")
     location = store.backend.location()
     try:
         found = store.schema_version()
@@ -125,7 +127,7 @@ def run_check(args: argparse.Namespace) -> int:
     """Report the version found; 1 when it is not this cronlock's or there are no tables."""
     store = open_store(args, sql_options={"create_schema": False})
     if not isinstance(store, SqlStore):
-        return _no_tables(args, "no tables to check")
+        return _no_tables(args, store, "no tables to check")
     location = store.backend.location()
     found: Optional[str] = None
     missing_file = isinstance(store, SqliteStore) and not os.path.exists(store.path)
