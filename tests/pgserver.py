@@ -3,7 +3,8 @@
 The Debian binaries (``initdb``, ``postgres``) under ``/usr/lib/postgresql/<version>/bin``
 (the newest version), or ``$CRONLOCK_TEST_PG_BIN``. `PostgresServer.start` runs
 ``initdb`` into a temporary directory once (trust authentication, user ``postgres``,
-no fsync: a test server may lose its data in a power cut, never in a process crash),
+no fsync: a test server may lose its data in a power cut, never in a process crash;
+``synchronous_commit`` stays on, since without it a crash forgets the latest commits),
 then the postmaster itself on a free loopback port with its socket in that directory.
 The postmaster is started directly rather than by ``pg_ctl``, so the test holds its
 process (and process group): `kill` and `pause` reach every server process at once,
@@ -152,7 +153,6 @@ class PostgresServer:
             "-c", f"listen_addresses={self.host}",
             "-k", str(self.dir),
             "-c", "fsync=off",
-            "-c", "synchronous_commit=off",
             "-c", "full_page_writes=off",
             "-c", "shared_buffers=16MB",
             "-c", "max_connections=200",
