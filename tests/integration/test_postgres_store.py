@@ -327,3 +327,78 @@ def test_importing_the_stores_needs_no_psycopg() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in ("missing psycopg", "missing psycopg_pool")
+
+
+def test_an_error_inside_a_transaction_rolls_it_back_and_the_connection_is_reused(
+    pg_server: Any, schema: str, stores: list[PostgresStore]
+) -> None:
+    """A write followed by a failing statement, and one followed by a Python error:
+    neither is kept, and the same single connection serves the next call."""
+    store = PostgresStore(pg_server.dsn, prefix="tx", schema=schema, max_connections=1)
+    stores.append(store)
+    store.ensure_schema()
+    flags = store.pg.table("flags")
+    insert = f"INSERT INTO {flags} (prefix, name, value) VALUES ('tx', ?, '1')"
+
+    def failing_statement() -> None:
+        with store.pg.transaction() as cur:
+            cur.execute(insert, ["kept?"])
+            cur.execute("SELECT * FROM no_such_table")
+            cur.fetchall()
+
+    def failing_caller() -> None:
+        with store.pg.transaction() as cur:
+            cur.execute(insert, ["kept too?"])
+            raise RuntimeError("the caller failed")
+
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        failing_statement()
+    with pytest.raises(RuntimeError):
+        failing_caller()
+    with store.pg.transaction() as cur:
+        cur.execute(f"SELECT name FROM {flags} WHERE prefix = 'tx'")
+        assert cur.fetchall() == []
+    assert claim(store, "me").status is ClaimStatus.WON
+
+
+def test_a_session_frozen_inside_a_transaction_lets_go_of_its_row_locks(
+    pg_server: Any, schema: str, stores: list[PostgresStore]
+) -> None:
+    """A process that froze while holding a job's row lock (here: a transaction left
+    open) is cut off by the server after ``timeout``: another replica's claim then
+    goes through instead of waiting for ever."""
+    frozen = PostgresStore(pg_server.dsn, prefix="frz", schema=schema, timeout=1)
+    other = PostgresStore(pg_server.dsn, prefix="frz", schema=schema, timeout=1)
+    stores += [frozen, other]
+    assert claim(frozen, "first").status is ClaimStatus.WON
+    release = threading.Event()
+    held = threading.Event()
+    failed: list[BaseException] = []
+
+    def hold_the_lock() -> None:
+        try:
+            with frozen.pg.transaction() as cur:
+                cur.execute(
+                    f"SELECT state FROM {frozen.pg.table('jobs')} WHERE prefix = 'frz' FOR UPDATE"
+                )
+                cur.fetchall()
+                held.set()
+                release.wait(10)
+                cur.execute("SELECT 1")
+                cur.fetchall()
+        except BaseException as exc:  # the server ended the session: expected
+            failed.append(exc)
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    try:
+        assert held.wait(5)
+        started = time.monotonic()
+        assert claim(other, "second", slot_ms=2_000).status is ClaimStatus.BUSY
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        holder.join(10)
+    assert 0.4 < waited < 1, waited  # cut off at 0.5 s, before the claim's own 1 s limit
+    assert failed
+    assert isinstance(failed[0], frozen.errors)

@@ -5,10 +5,11 @@
   two replicas claiming one slot are serialised by PostgreSQL itself.
 * **Clock**: leases are measured on ``clock_timestamp()`` of the server, read after
   the rows are locked: replicas' own clocks never decide a lease.
-* **Bounded waits**: connections of cronlock's own pool set ``statement_timeout`` and
-  ``idle_in_transaction_session_timeout`` to ``timeout``, so a statement waiting on a
-  row lock, or a session whose process froze inside a transaction, fails (and lets go
-  of its locks) instead of holding every replica up. A pool passed in is used as it is.
+* **Bounded waits**: connections of cronlock's own pool set ``statement_timeout`` to
+  ``timeout`` and ``idle_in_transaction_session_timeout`` to half of it: a session whose
+  process froze inside a transaction is cut off and lets go of its row locks, and a
+  statement waiting on them goes on (or fails after ``timeout``) instead of holding
+  every replica up. A pool passed in is used as it is.
 * **Fork**: a pool is never used by two processes. A forked child opens a pool of its
   own on first use (with the same connection string and options, also when the
   parent's pool was passed in) and leaves the parent's connections alone.
@@ -144,35 +145,62 @@ class PostgresBackend:
         return pool
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        ms = str(round(self.timeout * 1000))
+        # A frozen session is cut off (its locks released) before a statement waiting
+        # on those locks gives up: the waiter then goes on instead of failing.
         conn.execute(
             "SELECT set_config('statement_timeout', %s, false),"
             " set_config('idle_in_transaction_session_timeout', %s, false)",
-            [ms, ms],
+            [str(round(self.timeout * 1000)), str(max(1, round(self.timeout * 500)))],
         )
-        conn.commit()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Cursor]:
+        """One transaction, its statements pipelined: ``BEGIN`` travels with the first
+        statement and ``COMMIT`` with the last writes, so a claim batch costs two round
+        trips (the locked rows with the clock, then the writes with the commit)."""
         pool = self._pool_here()
         conn = pool.getconn()
+        autocommit = conn.autocommit
         try:
-            with conn.transaction():
-                yield _PgCursor(conn.cursor())
+            if not autocommit:  # a pool passed in: BEGIN and COMMIT are ours to send
+                conn.autocommit = True
+            with _pipeline(conn) as pipeline:
+                cursor = _PgCursor(conn, pipeline)
+                cursor.execute("BEGIN")
+                yield cursor
+                cursor.execute("COMMIT")
         except psycopg.OperationalError:
             if conn.broken:  # the server went away: its other idle connections did too
                 pool.putconn(conn)
-                conn = None
                 with contextlib.suppress(Exception):
                     pool.check()
+                raise
+            self._give_back(pool, conn, autocommit)
             raise
-        finally:
-            if conn is not None:
-                pool.putconn(conn)
+        except BaseException:
+            self._give_back(pool, conn, autocommit)
+            raise
+        self._give_back(pool, conn, autocommit)
+
+    @staticmethod
+    def _give_back(
+        pool: psycopg_pool.ConnectionPool[Any], conn: psycopg.Connection[Any], autocommit: bool
+    ) -> None:
+        """Return ``conn`` idle (rolled back if a transaction is left) and as it came."""
+        with contextlib.suppress(psycopg.Error):
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+            if conn.autocommit != autocommit:
+                conn.autocommit = autocommit
+        pool.putconn(conn)
 
     # -- what the store asks -------------------------------------------------------------
 
     def now_ms(self, cursor: Cursor) -> int:
+        if isinstance(cursor, _PgCursor):
+            early = cursor.clock_after_lock()
+            if early is not None:
+                return early
         cursor.execute(_NOW_MS)
         row = cursor.fetchone()
         assert row is not None
@@ -219,7 +247,7 @@ class PostgresBackend:
 
 def _own_kwargs(params: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Connection options of cronlock's own connections (the DSN's own settings win)."""
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"autocommit": True}  # transaction() sends BEGIN and COMMIT
     if "connect_timeout" not in params:
         kwargs["connect_timeout"] = max(2, math.ceil(timeout))  # libpq: whole seconds, >= 2
     if "tcp_user_timeout" not in params:  # unacknowledged data: a dead network path
@@ -229,27 +257,75 @@ def _own_kwargs(params: dict[str, Any], timeout: float) -> dict[str, Any]:
     return kwargs
 
 
-class _PgCursor:
-    """psycopg's cursor as a `Cursor`: ``?`` placeholders become ``%s``."""
+@contextlib.contextmanager
+def _pipeline(conn: psycopg.Connection[Any]) -> Iterator[Optional[psycopg.Pipeline]]:
+    """Pipeline mode where libpq has it: statements whose results nobody reads yet
+    travel together, so a transaction costs a round trip per result it waits for."""
+    if not psycopg.Pipeline.is_supported():
+        yield None  # pragma: no cover - libpq < 14
+        return
+    with conn.pipeline() as pipeline:
+        yield pipeline
 
-    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
-        self._cursor = cursor
+
+class _PgCursor:
+    """psycopg's cursor as a `Cursor`: ``?`` placeholders become ``%s``.
+
+    A row-locking ``SELECT ... FOR UPDATE`` is followed, in the same pipeline, by a
+    read of ``clock_timestamp()``: PostgreSQL runs it once the locks are held, and
+    `PostgresBackend.now_ms` takes that reading without another round trip.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], pipeline: Optional[psycopg.Pipeline]):
+        self._cursor = conn.cursor()
+        self._conn = conn
+        self._pipeline = pipeline
+        self._clock: Optional[psycopg.Cursor[Any]] = None
+        self._sent = False  # statements sent since the last Sync
 
     @property
     def rowcount(self) -> int:
+        self._results()  # the count arrives with the statement's result
         return self._cursor.rowcount
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self._cursor.execute(_convert(sql), params)
+        self._cursor.execute(_convert(sql), params)
+        self._sent = True
+        if self._pipeline is not None and sql.endswith(PostgresBackend.lock_rows):
+            self._clock = self._conn.cursor()
+            self._clock.execute(_NOW_MS)
+        return self
+
+    def clock_after_lock(self) -> Optional[int]:
+        """The clock read right after the latest row locks were taken (once), else None."""
+        clock, self._clock = self._clock, None
+        if clock is None:
+            return None
+        self._results()
+        row = clock.fetchone()
+        assert row is not None
+        return int(row[0])
 
     def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any:
-        return self._cursor.executemany(_convert(sql), params)
+        self._cursor.executemany(_convert(sql), params)
+        self._sent = True
+        return self
+
+    def _results(self) -> None:
+        """Wait for every statement sent, with a Sync rather than a Flush: the server
+        then counts the session idle in its transaction (and cuts it off if this process
+        freezes before the next statement), which it does not while a pipeline is open."""
+        if self._pipeline is not None and self._sent:
+            self._pipeline.sync()
+            self._sent = False
 
     def fetchone(self) -> Optional[Sequence[Any]]:
+        self._results()
         row: Optional[Sequence[Any]] = self._cursor.fetchone()
         return row
 
     def fetchall(self) -> list[Sequence[Any]]:
+        self._results()
         return list(self._cursor.fetchall())
 
 

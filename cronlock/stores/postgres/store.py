@@ -35,8 +35,8 @@ class PostgresStore(SqlStore):
         create_schema: create the schema and tables when absent (safe when many
             processes start at once); False refuses to run without them.
         timeout: seconds a call may wait for a connection or to connect; on cronlock's
-            own pool also for one statement, and for a transaction left idle by a
-            process that froze inside it (its row locks are then released).
+            own pool also for one statement; a transaction left idle for half of it (a
+            process frozen inside it) is ended by the server, releasing its row locks.
         max_connections: connections of cronlock's own pool, per process.
 
     Example:
