@@ -7,8 +7,9 @@ no fsync: a test server may lose its data in a power cut, never in a process cra
 ``synchronous_commit`` stays on, since without it a crash forgets the latest commits),
 then the postmaster itself on a free loopback port with its socket in that directory.
 The postmaster is started directly rather than by ``pg_ctl``, so the test holds its
-process (and process group): `kill` and `pause` reach every server process at once,
-as a crashed or frozen host would.
+process: `kill` and `pause` reach it and every process it forked (found by parent pid:
+each calls setsid(), so a signal to the process group would not reach them), as a
+crashed or frozen host would.
 
 PostgreSQL refuses to run as root: a test run as root (a container) runs the server as
 the ``postgres`` system user (``$CRONLOCK_TEST_PG_USER``), which owns the directory.
@@ -196,18 +197,37 @@ class PostgresServer:
             raise PortInUse(message)
         raise RuntimeError(message)
 
+    def _children(self) -> list[int]:
+        """The server processes the postmaster forked (each calls setsid(), so they are
+        not in its process group: a signal to the group would miss them)."""
+        assert self.process is not None
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = stat.read_text().rpartition(")")[2].split()
+                if int(fields[1]) == self.process.pid:
+                    found.append(int(stat.parent.name))
+        return found
+
     def _signal_all(self, signum: int) -> None:
-        """``signum`` to the postmaster and every server process (its process group)."""
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signum)
+        """``signum`` to the postmaster and every server process, the postmaster held
+        stopped meanwhile so that it forks no new one and its children stay its own."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGSTOP)
+            for pid in self._children():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+            os.kill(self.process.pid, signum)
+            if signum not in (signal.SIGSTOP, signal.SIGKILL):
+                os.kill(self.process.pid, signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL every server process, as a crash of its host would (data stay on disk)."""
         if self.process is not None and self.process.poll() is None:
             self._signal_all(signal.SIGKILL)
             self.process.wait(10)
-        self._signal_all(signal.SIGKILL)  # backends that outlived the postmaster
 
     def pause(self) -> None:
         """SIGSTOP every server process: connections stay open, nothing answers."""
@@ -224,11 +244,10 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop the server (fast shutdown: clients are disconnected) and remove its directory."""
         if self.process is not None and self.process.poll() is None:
-            self._signal_all(signal.SIGCONT)
+            self.resume()
             self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
-        self._signal_all(signal.SIGKILL)
         shutil.rmtree(self.dir, ignore_errors=True)
