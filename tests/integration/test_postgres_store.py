@@ -301,11 +301,25 @@ def test_a_forked_child_uses_the_store_on_connections_of_its_own(
 def test_a_pool_passed_in_is_used_and_left_open(
     pg_server: Any, schema: str, stores: list[PostgresStore]
 ) -> None:
-    """A `ConnectionPool` of the application's: the store uses it, and `close` leaves it open."""
+    """A `ConnectionPool` of the application's: the store uses it in the process that made
+    it (a forked child opens a pool of its own), and `close` leaves it open."""
     with psycopg_pool.ConnectionPool(pg_server.dsn, min_size=1, max_size=2) as pool:
         store = PostgresStore(pool, prefix="pool", schema=schema)
-        assert claim(store, "me").status is ClaimStatus.WON
-        assert pool.get_stats()["requests_num"] >= 1
+        stores.append(store)
+        before = pool.get_stats().get("requests_num", 0)
+        pid = os.fork()
+        if pid == 0:  # the child: never return into pytest
+            code = 1
+            try:
+                won = claim(store, "child").status is ClaimStatus.WON
+                untouched = pool.get_stats().get("requests_num", 0) == before
+                code = 0 if won and untouched else 2
+                store.close()
+            finally:
+                os._exit(code)
+        assert procs.reap(pid) == 0
+        assert claim(store, "me").status is ClaimStatus.TAKEN  # the child's claim holds
+        assert pool.get_stats().get("requests_num", 0) > before
         store.close()
         assert not pool.closed
         with pool.connection() as conn:

@@ -80,8 +80,10 @@ class PostgresBackend:
         self.max_connections = max_connections
         self.channel = channel_name(self.schema, prefix)
         self._given: Optional[psycopg_pool.ConnectionPool[Any]] = None
+        self._given_pid = 0
         if isinstance(dsn_or_pool, psycopg_pool.ConnectionPool):
             self._given = dsn_or_pool
+            self._given_pid = os.getpid()  # where it was made: only that process uses it
             # Either may be a callable (psycopg_pool 3.3), read for each new connection.
             self._conninfo: Any = dsn_or_pool.conninfo
             self._kwargs: Any = dsn_or_pool.kwargs or {}
@@ -119,7 +121,7 @@ class PostgresBackend:
                 return self._pool
             if self._pool is not None:
                 self._inherited.append(self._pool)
-            if self._given is not None and not self._inherited:
+            if self._given is not None and self._given_pid == pid:
                 self._pool, self._own_pool = self._given, False
             else:
                 self._pool, self._own_pool = self._new_pool(), True
