@@ -85,7 +85,9 @@ class CronRunner(Registrar[Job]):
         history_max_age: history entries older than this (seconds or timedelta) are
             dropped; 0 or None: no age limit.
         poll_interval: seconds between the runner's checks for triggers and dynamic
-            schedule changes missed on pub/sub, and between heartbeats (default 10 s; see
+            schedule changes missed on pub/sub, and between heartbeats (default: the
+            store's ``default_poll_interval``: 10 s on Redis and PostgreSQL, whose
+            notifications bring changes at once, 1 s on SQLite, which has none; see
             [`cronlock.admin`][cronlock.admin]).
         wait_replicas: after each claim, wait (Redis ``WAIT``, in the claim's own round
             trip) until this many replicas have it; a won claim that fewer replicas
@@ -112,7 +114,7 @@ class CronRunner(Registrar[Job]):
         observers: Sequence[object] = (),
         history_max: int = 1000,
         history_max_age: Any = timedelta(days=7),
-        poll_interval: float = 10.0,
+        poll_interval: Optional[float] = None,
         wait_replicas: int = 0,
         wait_timeout: Any = 1.0,
     ) -> None:
@@ -136,6 +138,8 @@ class CronRunner(Registrar[Job]):
             if history_max_age is None
             else seconds_to_ms(history_max_age, "history_max_age", allow_zero=True)
         )
+        if poll_interval is None:
+            poll_interval = getattr(self.store, "default_poll_interval", 10.0)
         self.poll_interval = seconds_to_ms(poll_interval, "poll_interval") / 1000
         self.replication = _replication(self.store, wait_replicas, wait_timeout)
         self.tasks = TaskRegistry()

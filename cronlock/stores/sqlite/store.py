@@ -19,6 +19,9 @@ __all__ = ["SqliteStore"]
 class SqliteStore(SqlStore):
     """Shared state of one prefix in the SQLite file ``path``.
 
+    Runners on it check for manual runs and schedule changes every second by default
+    (`default_poll_interval`): one short transaction per runner per second.
+
     Args:
         path: the database file (created when absent; its directory must exist). Every
             process that shares the jobs opens the same file; it must be on a local
@@ -28,6 +31,9 @@ class SqliteStore(SqlStore):
         busy_timeout: how long a write waits for another process's transaction
             (seconds) before it fails as the store being unavailable.
     """
+
+    #: The runner's ``poll_interval`` when none is given (SQLite has no notifications).
+    default_poll_interval = 1.0
 
     def __init__(
         self,
