@@ -21,6 +21,7 @@ from cronlock.errors import (
     LockLost,
     LockNotAcquired,
     NotReplicated,
+    RunAbandoned,
 )
 from cronlock.exclusive import configure, exclusive
 from cronlock.job import Job
@@ -51,6 +52,7 @@ __all__ = [
     "OffsetClock",
     "OnceSchedule",
     "RedisLock",
+    "RunAbandoned",
     "RunnerStatistics",
     "Schedule",
     "SystemClock",

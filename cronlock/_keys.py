@@ -18,13 +18,18 @@ live on the same node.
 | ``P:triggers``          | set     | job keys with pending requests (poll fallback) |
 | ``P:jobs``              | hash    | job key -> JSON (schedule, spec, last seen)    |
 | ``P:pause-all``         | string  | "1" while pause-all is in effect               |
+| ``P:paused``            | set     | the paused job keys (runners keep a copy)      |
+| ``P:ops:version``       | string  | bumped by every pause, resume, pause-all       |
+| ``P:epoch``             | string  | random; a new one means the state was lost     |
+| ``P:restored:EPOCH``    | string  | who restores epoch EPOCH; EX 1 day             |
 | ``P:runner:ID``         | string  | a live runner's JSON heartbeat; EX 30 s        |
 | ``P:schedules``         | hash    | dynamic schedule id -> JSON spec               |
 | ``P:schedules:version`` | string  | bumped on every dynamic schedule change        |
 | ``P:events``            | channel | pub/sub: trigger and schedule notifications    |
 
 The keys without a hash tag (``P:jobs``, ``P:pause-all``, ``P:runner:ID``,
-``P:schedules``, ``P:triggers``) are read and written alone, never together with a job's keys in one
+``P:schedules``, ``P:triggers``, ``P:paused``, ``P:ops:version``, ``P:epoch``,
+``P:restored:EPOCH``) are read and written alone, never together with a job's keys in one
 script, so they may live on any Cluster node.
 """
 
@@ -96,6 +101,26 @@ def job_registry_key(prefix: str) -> str:
 def pause_all_key(prefix: str) -> str:
     """Set while pause-all is in effect: jobs first registered then start paused."""
     return f"{prefix}:pause-all"
+
+
+def paused_key(prefix: str) -> str:
+    """The set of paused job keys, beside each job's own ``paused`` field (for restores)."""
+    return f"{prefix}:paused"
+
+
+def operations_version_key(prefix: str) -> str:
+    """A counter bumped by every pause, resume, pause-all and resume-all."""
+    return f"{prefix}:ops:version"
+
+
+def epoch_key(prefix: str) -> str:
+    """A random token written when absent: a new one means the store lost its state."""
+    return f"{prefix}:epoch"
+
+
+def restored_key(prefix: str, epoch: str) -> str:
+    """Set by the one runner that restores operators' decisions in epoch ``epoch``."""
+    return f"{prefix}:restored:{epoch}"
 
 
 def runner_key(prefix: str, runner_id: str) -> str:

@@ -29,7 +29,6 @@ from cronlock._version import __version__
 from cronlock.context import ms_to_datetime
 from cronlock.schedules import CronSchedule, IntervalSchedule, OnceSchedule, Schedule
 from cronlock.schedules._cronzone import zone_key
-from cronlock.stores.redis.store import RedisStore
 
 if TYPE_CHECKING:
     from cronlock.job import Job
@@ -183,12 +182,6 @@ def parse_heartbeat(value: str, ttl: Optional[float]) -> Optional[RunnerInfo]:
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-
-
-def runner_prefixes(client: Any) -> dict[str, int]:
-    """Prefixes with live runners in a Redis database (see
-    `RedisStore.prefixes_with_runners`); kept here for the CLI's import."""
-    return RedisStore(client).prefixes_with_runners()
 
 
 def heartbeat_ttl(poll_interval: float) -> int:

@@ -19,6 +19,8 @@ class RunnerStatistics:
     claims_unreplicated: int = 0  # won, but fewer replicas than wait_replicas had it: not run
     slots_missed: int = 0  # passed beyond catch-up (e.g. the process was paused)
     slots_failed: int = 0  # abandoned after max_attempts takeovers
+    slots_forgotten: int = 0  # a re-check found the job's state gone (empty restart): not run
+    runs_abandoned: int = 0  # an older run's lease lapsed unfinished, recorded by this claim
     slots_no_worker: int = 0  # due, but no worker here was free within catch-up
     runs_succeeded: int = 0
     runs_failed: int = 0

@@ -73,8 +73,9 @@ class ErrorContext:
     """Where an error passed to ``on_error(error, context)`` happened.
 
     ``phase`` is one of ``"acquire"`` (claiming a slot; the job did not run),
-    ``"handler"`` (the handler raised), ``"renew"`` (extending the lease failed) or
-    ``"release"`` (recording the end of a run failed).
+    ``"handler"`` (the handler raised), ``"renew"`` (extending the lease failed),
+    ``"release"`` (recording the end of a run failed) or ``"abandoned"`` (a run ended
+    without a finish: `RunAbandoned`; ``attempt`` is that run's).
     """
 
     key: str

@@ -8,7 +8,8 @@ CronlockError
 ├── JobCancelled                           raised by ctx.check() once a run is cancelled
 │   └── JobTimeout                         ... because it ran past its job's timeout
 ├── CorruptStateError                      a cronlock key holds data that is not ours
-└── NotReplicated                          a claim reached fewer replicas than asked for
+├── NotReplicated                          a claim reached fewer replicas than asked for
+└── RunAbandoned                           a run ended without a finish (given to on_error)
 ```
 
 Errors from Redis itself (``redis.ConnectionError``, ``redis.TimeoutError``, ...) are
@@ -64,4 +65,14 @@ class NotReplicated(CronlockError):
     The run does not start (a failover could lose the claim and let a second replica
     run the slot); the slot is handed back so that a replica whose claim does reach the
     replicas can run it.
+    """
+
+
+class RunAbandoned(CronlockError):
+    """A run of a job ended without a finish: its lease lapsed and nobody takes it over.
+
+    Never raised: it is what ``on_error`` receives (phase ``"abandoned"``) when a slot is
+    abandoned after ``max_attempts`` takeovers, or when a newer slot's claim records an
+    older run as ended (overlap ``"allow"``, a triggered run, or the latest run
+    ``expired``). The owner died or froze; the history says which attempt it was.
     """

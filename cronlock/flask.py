@@ -17,7 +17,7 @@ Example:
 
     def create_app():
         app = Flask(__name__)
-        app.config["CRONLOCK_REDIS_URL"] = "redis://localhost:6379/0"
+        app.config["CRONLOCK_STORE_URL"] = "redis://localhost:6379/0"   # or sqlite:///jobs.db
         cronlock.init_app(app)                # registers the jobs; starts nothing by default
         return app
     ```
@@ -52,9 +52,9 @@ from cronlock._flask.blueprint import ACTIONS, Authorize, make_blueprint
 from cronlock._flask.config import (
     DEFAULTS,
     at_exit,
-    client_from_config,
     should_autostart,
     stop_at_exit,
+    store_from_config,
 )
 from cronlock.context import JobContext
 from cronlock.errors import ConfigurationError
@@ -87,7 +87,7 @@ class CronLockState:
     """What ``app.extensions["cronlock"]`` holds for one app."""
 
     extension: CronLock
-    runner: CronRunner  # ``runner.client`` is the client the extension made from its config
+    runner: CronRunner  # ``runner.store`` is the store the extension made from its config
     stop_timeout: float
     app_ref: weakref.ref[Flask]
     jobs: dict[str, Job] = field(default_factory=dict)
@@ -105,7 +105,8 @@ class CronLock(Registrar[Optional[Job]]):
     Args:
         app: initialise on this app at once (else call
             [`init_app`][cronlock.flask.CronLock.init_app]).
-        client: a redis-py client to use instead of ``CRONLOCK_REDIS_URL``.
+        client: a redis-py client or a [`Store`][cronlock.stores.Store] to use instead
+            of ``CRONLOCK_STORE_URL``.
         observers: passed to every runner (history sinks, metrics).
         on_error: ``on_error(error, context)`` for every runner; default: log.
 
@@ -161,9 +162,9 @@ class CronLock(Registrar[Optional[Job]]):
         for name, default in DEFAULTS.items():
             app.config.setdefault(name, default)
         cfg = app.config
-        client = self._client if self._client is not None else client_from_config(cfg)
+        store = self._client if self._client is not None else store_from_config(cfg)
         runner = CronRunner(
-            client,
+            store,
             prefix=cfg["CRONLOCK_PREFIX"],
             default_ttl=cfg["CRONLOCK_DEFAULT_TTL"],
             max_workers=cfg["CRONLOCK_MAX_WORKERS"],

@@ -69,6 +69,9 @@ class Job:
         self.enabled = True
         self.generation = 0  # bumped on stop/destroy: heap entries of older generations are dropped
         self.next_slot_ms: Optional[int] = None
+        # This runner won the job's latest claimed slot: it claims the next one last
+        # within the spread window, so the other replicas get their turn.
+        self.won_last = False
         self.tags: frozenset[Any] = frozenset()
 
     @property

@@ -17,6 +17,10 @@ Metrics (with the default ``namespace="cronlock"``):
   [`ClaimStatus`][cronlock.outcomes.ClaimStatus]): ``won``, ``taken``, ``done``,
   ``stale``, ``busy``, ``exhausted``, ``paused``, ``unreplicated`` (``wait_replicas``).
 * ``cronlock_takeovers_total{job}``: runs started as attempt 2 or later.
+* ``cronlock_abandoned_total{job, reason}``: runs that ended without a finish, counted
+  by the replica whose claim found them: ``reason`` ``max_attempts`` (the slot is
+  abandoned after its last takeover) or ``lease_lapsed`` (an older run never finished
+  before a newer slot started).
 * ``cronlock_running{job}``: handlers running now in this process.
 * ``cronlock_last_success_timestamp_seconds{job}``: end of the last successful run seen
   by this process (Unix time).
@@ -107,6 +111,12 @@ class PrometheusMetrics:
         self.takeovers = Counter(
             "takeovers", "Runs started as attempt 2 or later (a lapsed lease).", ["job"], **common
         )
+        self.abandoned_runs = Counter(
+            "abandoned",
+            "Runs that ended without a finish (max_attempts, or a lease that lapsed).",
+            ["job", "reason"],
+            **common,
+        )
         self.running = Gauge("running", "Handlers running now in this process.", ["job"], **common)
         self.last_success = Gauge(
             "last_success_timestamp_seconds",
@@ -118,6 +128,10 @@ class PrometheusMetrics:
     def claimed(self, key: str, slot_ms: int, status: ClaimStatus, runner_id: str) -> None:
         """Count one claim reply."""
         self.claims.labels(job=key, status=str(status)).inc()
+
+    def abandoned(self, key: str, slot_ms: int, reason: str, runner_id: str) -> None:
+        """Count one run that ended without a finish."""
+        self.abandoned_runs.labels(job=key, reason=reason).inc()
 
     def run_started(self, ctx: JobContext, started_at: datetime) -> None:
         """Observe the start delay; count a takeover; one more handler running."""

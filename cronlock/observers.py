@@ -80,6 +80,11 @@ class Observer(Protocol):
     def run_finished(self, record: RunRecord) -> None:
         """A run ended (whatever its outcome)."""
 
+    def abandoned(self, key: str, slot_ms: int, reason: str, runner_id: str) -> None:
+        """A run of ``key`` ended without a finish, as this runner's claim found:
+        ``reason`` ``"max_attempts"`` (the slot is abandoned after its last takeover) or
+        ``"lease_lapsed"`` (an older run never finished before a newer slot started)."""
+
 
 def format_traceback(error: BaseException) -> str:
     """The traceback of ``error``, cut to `TRACEBACK_LIMIT` characters (its end kept)."""

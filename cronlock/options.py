@@ -12,6 +12,7 @@ message.
 |---|---|---|---|
 | `key` | the handler's `module.qualname` | a key (no braces) | code |
 | `ttl` | 60 s | seconds > 0 | code, runner default, dynamic |
+| `heartbeat` | `ttl / 3` | seconds > 0, at most `ttl / 2` | code, dynamic |
 | `max_attempts` | 3 | int >= 1 | code, runner default, dynamic |
 | `overlap` | `"skip"` | `skip`, `allow` or `replace` | code, runner default, dynamic |
 | `catch_up` | one period, at most 60 s | seconds >= 0 | code, dynamic |
@@ -65,6 +66,12 @@ class JobOptions:
     retry_backoff_ms: int
     payload: Any = field(default=None, compare=False)
     timeout_ms: int = 0  # 0: no timeout
+    heartbeat_ms: int = 0  # 0: ttl / 3
+
+    @property
+    def renew_every_ms(self) -> float:
+        """How often a run renews its lease: ``heartbeat``, else a third of the lease."""
+        return self.heartbeat_ms or self.ttl_ms / 3
 
 
 def _seconds(*, allow_zero: bool) -> Callable[[Any, str], int]:
@@ -134,7 +141,14 @@ OPTIONS: tuple[JobOption, ...] = (
         _seconds(allow_zero=False),
         "ttl_ms",
         runner_default=True,
-        help="lease length, renewed every ttl/3 while a run lasts",
+        help="lease length, renewed every heartbeat (default ttl/3) while a run lasts",
+    ),
+    JobOption(
+        "heartbeat",
+        None,
+        _seconds(allow_zero=False),
+        "heartbeat_ms",
+        help="how often a run renews its lease (default ttl/3; at most ttl/2)",
     ),
     JobOption(
         "max_attempts",
@@ -284,6 +298,14 @@ def _parse_options(
                 values[option.field] = _unset(option.name, schedule)
                 continue
         values[option.field] = option.check(value, f"{option.name} of job {key!r}")
+    heartbeat_ms, ttl_ms = values["heartbeat_ms"], values["ttl_ms"]
+    if heartbeat_ms * 2 > ttl_ms:
+        # A renewal that fails once must still leave time for another within the lease.
+        raise ConfigurationError(
+            f"heartbeat of job {key!r} must be at most half its ttl ({ttl_ms / 1000:g} s), "
+            f"so a failed renewal can be retried before the lease lapses; "
+            f"got {options.get('heartbeat')!r}"
+        )
     return JobOptions(**values)
 
 
@@ -292,6 +314,6 @@ def _unset(name: str, schedule: Schedule) -> Any:
     if name == "catch_up":
         period = schedule.period_ms
         return min(period, DEFAULT_CATCH_UP_MS) if period else DEFAULT_CATCH_UP_MS
-    if name == "timeout":
-        return 0  # no timeout
+    if name in ("timeout", "heartbeat"):
+        return 0  # no timeout; renew every ttl / 3
     return None  # payload

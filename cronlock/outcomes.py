@@ -74,6 +74,7 @@ class ClaimStatus(_Word):
     PAUSED = "paused"  # the job is paused
     CORRUPT = "corrupt"  # the job's state key holds data cronlock did not write
     UNREPLICATED = "unreplicated"  # won, but fewer replicas than wait_replicas had it: handed back
+    GONE = "gone"  # a re-check found the job's state forgotten (empty restart): not started
 
 
 class TriggerStatus(_Word):
@@ -116,11 +117,13 @@ class HistoryEvent(_Word):
     EXPIRED = "expired"
     REPLACED = "replaced"
     SKIPPED = "skipped"
+    RESTORED = "restored"  # not a run: a runner put back a pause or a schedule Redis forgot
 
     @property
     def ends_run(self) -> bool:
-        """True for the events that end a run (every one but `running` and `skipped`)."""
-        return self not in (HistoryEvent.RUNNING, HistoryEvent.SKIPPED)
+        """True for the events that end a run (every one but `running`, `skipped` and
+        `restored`)."""
+        return self not in (HistoryEvent.RUNNING, HistoryEvent.SKIPPED, HistoryEvent.RESTORED)
 
 
 class RunKind(_Word):

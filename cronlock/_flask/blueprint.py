@@ -38,6 +38,7 @@ from werkzeug.exceptions import HTTPException
 
 from cronlock._api import schedule_dict, schedule_request
 from cronlock._dashboard import dashboard_context
+from cronlock.clock import monotonic
 from cronlock.errors import ConfigurationError
 
 logger = logging.getLogger("cronlock.flask")
@@ -80,11 +81,27 @@ class _Source:
         if callable(check):
             report = check()
             return bool(report.ok), report.as_dict()
-        try:  # an Admin alone: all we can tell is whether Redis answers
-            target.client.ping()
-        except redis.RedisError as exc:
-            return False, {"ok": False, "redis": False, "problems": [f"Redis: {exc}"]}
-        return True, {"ok": True, "redis": True, "problems": []}
+        return store_health(target.store)  # an Admin alone: does its store answer?
+
+    def store_errors(self) -> tuple[type[BaseException], ...]:
+        """What the store behind this request's Admin raises when it is unavailable."""
+        errors: tuple[type[BaseException], ...] = self.admin().store.errors
+        return errors
+
+
+def store_health(store: Any) -> tuple[bool, dict[str, Any]]:
+    """``(ok, report)`` for a store alone: one ping, timed; the report has the fields of
+    ``Health`` that say so (``store``/``store_latency_ms`` and their older names)."""
+    started = monotonic()
+    try:
+        store.ping()
+    except store.errors as exc:
+        report: dict[str, Any] = {"store": False, "store_latency_ms": None}
+        report["problems"] = [f"store: {exc}"]
+        return False, {"ok": False, "redis": False, "redis_latency_ms": None, **report}
+    latency = round((monotonic() - started) * 1000, 3)
+    report = {"store": True, "store_latency_ms": latency, "problems": []}
+    return True, {"ok": True, "redis": True, "redis_latency_ms": latency, **report}
 
 
 def _json_error(status: int, message: str, **extra: Any) -> tuple[Response, int]:
@@ -129,6 +146,7 @@ def make_blueprint(
     bp.before_request(views.check_read)
     bp.register_error_handler(_BodyError, views.body_error)
     bp.register_error_handler(redis.RedisError, views.redis_error)
+    bp.register_error_handler(Exception, views.store_error)  # another store's errors
     bp.register_error_handler(HTTPException, views.http_error)
     rules: list[tuple[str, str, Callable[..., Any]]] = [
         ("/", "GET", views.dashboard),
@@ -235,6 +253,14 @@ class _Views:
         logger.warning("cronlock: management API could not reach Redis: %s", error)
         return _json_error(503, f"Redis is unavailable: {error}")
 
+    def store_error(self, error: Exception) -> tuple[Response, int]:
+        """503 for the errors of the request's store (not Redis: that is `redis_error`);
+        any other error propagates, as if this handler were not there."""
+        if not isinstance(error, self.src.store_errors()):
+            raise error
+        logger.warning("cronlock: management API could not reach its store: %s", error)
+        return _json_error(503, f"the store is unavailable: {type(error).__name__}: {error}")
+
     def http_error(self, error: HTTPException) -> Any:
         # Inside the API, answer errors (405, 404) as JSON like everything else.
         if request.path.startswith(request.script_root + (self.bp.url_prefix or "") + "/api"):
@@ -247,7 +273,10 @@ class _Views:
         try:
             ok, report = self.src.health()
         except redis.RedisError as exc:
-            ok, report = False, {"ok": False, "redis": False, "problems": [str(exc)]}
+            ok, report = (
+                False,
+                {"ok": False, "redis": False, "store": False, "problems": [str(exc)]},
+            )
         return jsonify(report), 200 if ok else 503
 
     def auth(self) -> Response:

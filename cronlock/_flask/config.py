@@ -9,13 +9,17 @@ import click
 from flask import Flask
 
 from cronlock._autostart import Framework, Process, at_exit, decide, stop_at_exit
-from cronlock._redisurl import client_from_url
+from cronlock._redisurl import masked
 from cronlock.errors import ConfigurationError
 from cronlock.options import RUNNER_DEFAULTS
+from cronlock.stores import Store, from_url
+from cronlock.stores.urls import is_redis_url
 
 #: Every configuration key the extension reads, with its default (the job defaults are
 #: the option table's, `cronlock.options.RUNNER_DEFAULTS`).
 DEFAULTS: dict[str, Any] = {
+    "CRONLOCK_STORE_URL": None,
+    "CRONLOCK_STORE_OPTIONS": {},
     "CRONLOCK_REDIS_URL": None,
     "CRONLOCK_REDIS_OPTIONS": {"socket_timeout": 10, "socket_connect_timeout": 5},
     "CRONLOCK_PREFIX": "cronlock",
@@ -36,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
 _FLASK = Framework("CRONLOCK_AUTOSTART", "flask", ("run",), "Werkzeug reloader")
 
 #: Re-exported for the extension (they live in `cronlock._autostart`, shared with Django).
-__all__ = ["DEFAULTS", "at_exit", "client_from_config", "should_autostart", "stop_at_exit"]
+__all__ = ["DEFAULTS", "at_exit", "should_autostart", "stop_at_exit", "store_from_config"]
 
 
 def should_autostart(app: Flask, environ: Optional[dict[str, str]] = None) -> tuple[bool, str]:
@@ -62,12 +66,45 @@ def should_autostart(app: Flask, environ: Optional[dict[str, str]] = None) -> tu
     return decide(bool(app.config.get("CRONLOCK_AUTOSTART")), process, _FLASK)
 
 
-def client_from_config(cfg: Any) -> Any:
-    url = cfg.get("CRONLOCK_REDIS_URL")
+def store_url(cfg: Any) -> str:
+    """``CRONLOCK_STORE_URL``, or its older name ``CRONLOCK_REDIS_URL`` (Redis URLs only).
+
+    Both set to different URLs is a ConfigurationError naming both (passwords masked).
+    """
+    store, redis_url = cfg.get("CRONLOCK_STORE_URL"), cfg.get("CRONLOCK_REDIS_URL")
+    if store and redis_url and store != redis_url:
+        raise ConfigurationError(
+            f"CRONLOCK_STORE_URL ({masked(str(store))!r}) and CRONLOCK_REDIS_URL "
+            f"({masked(str(redis_url))!r}) differ: they are two names for one setting; keep one"
+        )
+    if redis_url and not store and isinstance(redis_url, str) and _other_store(redis_url):
+        raise ConfigurationError(
+            f"CRONLOCK_REDIS_URL takes a Redis URL; got {masked(redis_url)!r} "
+            "(set CRONLOCK_STORE_URL for another store)"
+        )
+    url = store or redis_url
     if not url:
         raise ConfigurationError(
-            "cronlock needs Redis: set app.config['CRONLOCK_REDIS_URL'] "
-            "(e.g. 'redis://localhost:6379/0') or pass CronLock(client=...)"
+            "cronlock needs a store: set app.config['CRONLOCK_STORE_URL'] (or its older name "
+            "CRONLOCK_REDIS_URL), e.g. 'redis://localhost:6379/0' or 'sqlite:///jobs.db', "
+            "or pass CronLock(client=...)"
         )
-    options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {})
-    return client_from_url(url, **options)
+    if not isinstance(url, str):
+        raise ConfigurationError(f"CRONLOCK_STORE_URL must be a URL string; got {url!r}")
+    return url
+
+
+def _other_store(url: str) -> bool:
+    return url.lower().startswith(("sqlite:", "postgres:", "postgresql:"))
+
+
+def store_from_config(cfg: Any) -> Store:
+    """The store the app's configuration names, with ``CRONLOCK_PREFIX``.
+
+    For a Redis URL the client gets ``CRONLOCK_REDIS_OPTIONS``; every store gets
+    ``CRONLOCK_STORE_OPTIONS`` (keyword arguments of its constructor, or of the client).
+    """
+    url = store_url(cfg)
+    options = dict(cfg.get("CRONLOCK_REDIS_OPTIONS") or {}) if is_redis_url(url) else {}
+    options.update(cfg.get("CRONLOCK_STORE_OPTIONS") or {})
+    return from_url(url, prefix=cfg.get("CRONLOCK_PREFIX", "cronlock"), **options)

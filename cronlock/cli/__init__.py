@@ -15,11 +15,13 @@ cronlock schedule add TASK --cron EXPR|--interval S [...] | list | remove ID
 cronlock run MODULE:ATTR [--stop-timeout S]
 ```
 
-Global options (before or after the command): ``--redis-url URL`` (else
-``$CRONLOCK_REDIS_URL``, else ``$REDIS_URL``; ``valkey://`` and ``valkeys://`` are read
-as ``redis://`` and ``rediss://``), ``--prefix`` (else ``$CRONLOCK_PREFIX``, else
-``cronlock``), ``--json`` (machine-readable output on stdout), ``-v``/``-vv`` (log to
-stderr). ``run`` takes only ``-v``: the runner it loads has its own client and prefix.
+Global options (before or after the command): ``--store-url URL`` (or its older name
+``--redis-url``; else ``$CRONLOCK_STORE_URL`` or ``$CRONLOCK_REDIS_URL``, else
+``$REDIS_URL``; see `cronlock.cli._connect`: any URL of `cronlock.stores.from_url`, a
+Cluster node's ``redis://`` URL detected as a Cluster), ``--prefix`` (else
+``$CRONLOCK_PREFIX``, else ``cronlock``), ``--json`` (machine-readable output on stdout),
+``-v``/``-vv`` (log to stderr). ``run`` takes only ``-v``: the runner it loads has its
+own store and prefix. ``exec`` and ``locks`` need a Redis store (locks exist only there).
 
 Exit codes:
 
@@ -27,8 +29,8 @@ Exit codes:
 |----------|----------------------------------------------------------------------------------|
 | 0        | success (doctor: no check failed; exec: the command exited 0)                    |
 | 1        | doctor: a check failed; status: no live runner or a job failing; other: an error |
-| 2        | usage error: bad option, expression, timezone, or no Redis URL given             |
-| 69       | Redis could not be reached (doctor too; exec: the command was not run)           |
+| 2        | usage error: bad option, expression, timezone, store URL, or no store URL given  |
+| 69       | the store could not be reached (doctor too; exec: the command was not run)       |
 | 70       | an unexpected error inside cronlock (a bug: please report it)                    |
 | 75       | exec: the lock is held by another owner, or (``--slot``) the occurrence was      |
 |          | already claimed or is past its grace; the command was not run                    |
@@ -132,9 +134,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.close()
         return 0
     except Exception as error:
-        if isinstance(error, (redis.ConnectionError, redis.TimeoutError)):
-            print(f"cronlock {args.command_name}: Redis unavailable: {error}", file=sys.stderr)
+        if _unavailable(args, error):
+            print(f"cronlock {args.command_name}: {_unavailable(args, error)}", file=sys.stderr)
             return EXIT_UNAVAILABLE
         logging.getLogger("cronlock.cli").exception("unexpected error")
         return EXIT_SOFTWARE
     return status
+
+
+def _unavailable(args: argparse.Namespace, error: Exception) -> str:
+    """What to print when ``error`` means the store could not be reached; "" otherwise."""
+    if isinstance(error, (redis.ConnectionError, redis.TimeoutError)):
+        return f"Redis unavailable: {error}"
+    store = getattr(args, "store", None)
+    errors = () if store is None or isinstance(error, redis.RedisError) else store.errors
+    if isinstance(error, errors):  # another store's own errors
+        return f"store unavailable ({store!r}): {type(error).__name__}: {error}"
+    return ""

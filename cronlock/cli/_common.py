@@ -1,4 +1,4 @@
-"""What every command shares: exit codes, the Redis connection, tables and JSON."""
+"""What every command shares: exit codes, the store URL and its connection, tables and JSON."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from cronlock._redisurl import client_from_url, masked
 from cronlock._validate import check_prefix
 from cronlock.errors import ConfigurationError
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: Redis could not be reached
+EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: the store could not be reached
 EXIT_SOFTWARE = 70  # sysexits EX_SOFTWARE: a bug in cronlock (please report)
 EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: held elsewhere (or occurrence claimed); not run
 EXIT_LOCK_LOST = 76  # exec: the lock was lost while the command ran; it was sent SIGTERM
@@ -27,8 +26,8 @@ EXIT_NOT_FOUND = 127  # exec: COMMAND not found (as in sh)
 EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("0", "success (doctor: no check failed; exec: the command exited 0)"),
     ("1", "doctor: a check failed; status: no live runner or a job failing; other: an error"),
-    ("2", "usage error: bad option, expression, timezone, or no Redis URL given"),
-    ("69", "Redis could not be reached (doctor too; exec: the command was not run)"),
+    ("2", "usage error: bad option, expression, timezone, store URL, or no store URL given"),
+    ("69", "the store could not be reached (doctor too; exec: the command was not run)"),
     ("70", "an unexpected error inside cronlock (a bug: please report it)"),
     (
         "75",
@@ -41,12 +40,13 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("other", "exec: the command's own exit status"),
 )
 
-REDIS_URL_HELP = (
-    "redis://, rediss://, unix://, valkey:// or valkeys:// URL "
-    "(default: $CRONLOCK_REDIS_URL, else $REDIS_URL)"
+STORE_URL_HELP = (
+    "where shared state lives: redis://, rediss://, unix://, valkey://, valkeys://, "
+    "redis+sentinel://HOST:26379/SERVICE[/DB], a Cluster node (detected; or ?cluster=true), "
+    "or sqlite:///FILE (default: $CRONLOCK_STORE_URL, else $CRONLOCK_REDIS_URL, else "
+    "$REDIS_URL)"
 )
-
-
+REDIS_URL_HELP = "the same, by its older name (a Redis URL)"
 DEFAULT_PREFIX = "cronlock"
 PREFIX_HELP = "key prefix (default: $CRONLOCK_PREFIX, else cronlock)"
 
@@ -57,21 +57,6 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
         super().__init__(message)
         self.code = code
-
-
-def redis_url(args: argparse.Namespace) -> str:
-    """The URL from ``--redis-url``, ``$CRONLOCK_REDIS_URL`` or ``$REDIS_URL``, in that order."""
-    for value in (
-        getattr(args, "redis_url", None),
-        os.environ.get("CRONLOCK_REDIS_URL"),
-        os.environ.get("REDIS_URL"),
-    ):
-        if value:
-            return value
-    raise CliError(
-        "no Redis URL: pass --redis-url, or set CRONLOCK_REDIS_URL or REDIS_URL",
-        EXIT_USAGE,
-    )
 
 
 def resolve_prefix(args: argparse.Namespace) -> None:
@@ -93,19 +78,6 @@ def resolve_prefix(args: argparse.Namespace) -> None:
     else:
         args.prefix = DEFAULT_PREFIX
         args.prefix_from = "default"
-
-
-def connect(args: argparse.Namespace, *, socket_timeout: float = 10.0) -> Any:
-    """A ``redis.Redis`` for the URL in ``args``; usage error (2) if the URL is malformed."""
-    url = redis_url(args)
-    try:
-        return client_from_url(
-            url, socket_timeout=socket_timeout, socket_connect_timeout=5, decode_responses=False
-        )
-    except ConfigurationError as error:
-        raise CliError(str(error), EXIT_USAGE) from None
-    except ValueError as error:
-        raise CliError(f"bad Redis URL {masked(url)!r}: {error}", EXIT_USAGE) from None
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -141,6 +113,9 @@ def add_global_options(
         return argparse.SUPPRESS if suppress else value
 
     if connection:
+        parser.add_argument(
+            "--store-url", metavar="URL", default=default(None), help=STORE_URL_HELP
+        )
         parser.add_argument(
             "--redis-url", metavar="URL", default=default(None), help=REDIS_URL_HELP
         )

@@ -48,8 +48,8 @@ from cronlock.cli._common import (
     EXIT_USAGE,
     CliError,
     add_global_options,
-    connect,
 )
+from cronlock.cli._connect import redis_client
 from cronlock.cli._exec_slot import SlotClaim, SlotPlan, add_slot_options, plan_of
 from cronlock.clock import SystemClock
 from cronlock.errors import ConfigurationError, LockLost, LockNotAcquired
@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     command = command_of(args)
     clock = SystemClock()
     plan = _checked_plan(args, clock)
-    client = connect(args, socket_timeout=max(10.0, args.ttl))
+    client = redis_client(args, "cronlock exec", socket_timeout=max(10.0, args.ttl))
     env = None if plan is None else {**os.environ, "CRONLOCK_SLOT": plan.occurrence}
     supervisor = _Supervisor(command, args.grace, env)
     previous = {s: signal.signal(s, _interrupt) for s in FORWARDED}

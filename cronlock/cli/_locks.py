@@ -11,10 +11,10 @@ from cronlock.cli._common import (
     EXIT_USAGE,
     CliError,
     add_global_options,
-    connect,
     emit_json,
     render_table,
 )
+from cronlock.cli._connect import redis_client
 from cronlock.errors import ConfigurationError
 from cronlock.lock import inspect
 
@@ -59,7 +59,7 @@ def _held_keys(client: Any, prefix: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print a table of held locks."""
-    client = connect(args)
+    client = redis_client(args, "cronlock locks")
     try:
         names = [args.key] if args.key else _held_keys(client, args.prefix)
         try:

@@ -8,18 +8,16 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-import redis
-
-from cronlock._registry import runner_prefixes
 from cronlock.admin import Admin
-from cronlock.cli._common import EXIT_USAGE, CliError, connect
+from cronlock.cli._common import EXIT_USAGE, CliError
+from cronlock.cli._connect import open_store
 from cronlock.errors import ConfigurationError
 
 
 def admin_for(args: argparse.Namespace) -> Admin:
     """An Admin on the URL and prefix the command line names."""
     try:
-        return Admin(connect(args), prefix=args.prefix)
+        return Admin(open_store(args), prefix=args.prefix)
     except (ConfigurationError, TypeError) as error:
         raise CliError(str(error), EXIT_USAGE) from None
 
@@ -29,16 +27,19 @@ def elsewhere(admin: Admin, *, runners_here: Optional[int] = None) -> Optional[s
 
     ``no runners under prefix 'cronlock'; runners found under 'myapp' (use --prefix
     myapp)``, when no runner is alive under ``admin.prefix`` and a bounded SCAN finds
-    some under other prefixes. Never raises for what the server says (an ACL may refuse
-    SCAN): the hint is then left out.
+    some under other prefixes (a Redis store only: it can list every prefix). Never
+    raises for what the store says (an ACL may refuse SCAN): the hint is then left out.
     """
+    scan = getattr(admin.store, "prefixes_with_runners", None)
+    if scan is None:
+        return None
     try:
         if runners_here is None:
             runners_here = len(admin.runners())
         if runners_here:
             return None
-        others = {p: n for p, n in runner_prefixes(admin.client).items() if p != admin.prefix}
-    except redis.RedisError:
+        others = {p: n for p, n in scan().items() if p != admin.prefix}
+    except admin.store.errors:
         return None
     if not others:
         return None

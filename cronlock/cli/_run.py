@@ -79,6 +79,7 @@ def refuse_connection_options(args: argparse.Namespace) -> None:
     given = [
         option
         for option, value in (
+            ("--store-url", args.store_url),
             ("--redis-url", args.redis_url),
             ("--prefix", args.prefix),
             ("--json", args.json or None),

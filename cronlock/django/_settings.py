@@ -12,22 +12,24 @@ import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from cronlock._redisurl import SCHEMES, masked
+from cronlock._redisurl import masked, scheme_of
 from cronlock.errors import ConfigurationError
 from cronlock.options import RUNNER_DEFAULTS
+from cronlock.stores.urls import STORE_SCHEMES, is_redis_url
 
 __all__ = ["DEFAULTS", "Settings", "SettingsError", "parse_settings"]
 
 #: Every key ``settings.CRONLOCK`` may hold, with its default. ``REDIS_URL`` and
-#: ``STORE_URL`` are two names for the same thing (one is required).
+#: ``STORE_URL`` are two names for the same thing (one is required); ``REDIS_URL``
+#: takes Redis URLs only, ``STORE_URL`` any URL of `cronlock.stores.from_url`.
 DEFAULTS: dict[str, Any] = {
     "REDIS_URL": None,
     "STORE_URL": None,
     "REDIS_OPTIONS": {"socket_timeout": 10, "socket_connect_timeout": 5},
+    "STORE_OPTIONS": {},
     "PREFIX": "cronlock",
     "DEFAULT_TTL": RUNNER_DEFAULTS["ttl"],
     "TIMEZONE": "UTC",
@@ -60,8 +62,8 @@ class Settings:
     """``settings.CRONLOCK`` after checking, every key filled in.
 
     Attributes:
-        url: the Redis URL (``REDIS_URL`` or ``STORE_URL``).
-        redis_options: keyword arguments for ``redis.Redis.from_url``.
+        url: the store URL (``STORE_URL`` or ``REDIS_URL``).
+        redis_options: keyword arguments for the redis-py client (a Redis URL only).
         prefix: the key namespace every replica of the project shares.
         timezone: the timezone of ``@runner.cron`` jobs that pass none.
         autostart: start the runner in processes that serve (see ``should_autostart``).
@@ -82,13 +84,20 @@ class Settings:
     permission: Optional[str]
     title: str
     runner_options: dict[str, Any] = field(default_factory=dict)
+    store_options: dict[str, Any] = field(default_factory=dict)
+    url_key: str = "STORE_URL"  # which key named the URL, for messages
+
+    def store_kwargs(self) -> dict[str, Any]:
+        """What `cronlock.stores.from_url` is given besides the URL and the prefix."""
+        redis = dict(self.redis_options) if is_redis_url(self.url) else {}
+        return {**redis, **self.store_options}
 
 
 def _fail(key: str, message: str) -> SettingsError:
     return SettingsError(f"settings.CRONLOCK[{key!r}]: {message}")
 
 
-def _url(values: Mapping[str, Any]) -> str:
+def _url(values: Mapping[str, Any]) -> tuple[str, str]:
     redis_url, store_url = values.get("REDIS_URL"), values.get("STORE_URL")
     if redis_url and store_url and redis_url != store_url:
         raise SettingsError(
@@ -105,14 +114,20 @@ def _url(values: Mapping[str, Any]) -> str:
         )
     if not isinstance(url, str):
         raise _fail(key, f"must be a URL string; got {url!r}")
-    scheme = urlsplit(url).scheme
-    if scheme not in SCHEMES:
+    scheme = scheme_of(url)
+    if key == "REDIS_URL" and not is_redis_url(url) and scheme in STORE_SCHEMES:
+        raise _fail(
+            key,
+            f"unsupported scheme {scheme!r} in {masked(url)!r}: 'REDIS_URL' takes a Redis URL "
+            "(use 'STORE_URL' for another store)",
+        )
+    if scheme not in STORE_SCHEMES:
         raise _fail(
             key,
             f"unsupported scheme {scheme!r} in {masked(url)!r}: cronlock.django keeps its "
-            f"state in Redis or Valkey ({', '.join(s + '://' for s in SCHEMES)})",
+            f"state in a store ({', '.join(s + '://' for s in STORE_SCHEMES)})",
         )
-    return url
+    return key, url
 
 
 def parse_settings(raw: Any) -> Settings:
@@ -139,10 +154,15 @@ def parse_settings(raw: Any) -> Settings:
         raise SettingsError(f"settings.CRONLOCK must be a dict; got {raw!r}")
     _check_keys(raw)
     values = {**DEFAULTS, **raw}
-    url = _url(values)
+    url_key, url = _url(values)
     options = values["REDIS_OPTIONS"]
     if not isinstance(options, Mapping):
         raise _fail("REDIS_OPTIONS", f"must be a dict of redis.Redis arguments; got {options!r}")
+    store_options = values["STORE_OPTIONS"]
+    if not isinstance(store_options, Mapping):
+        raise _fail(
+            "STORE_OPTIONS", f"must be a dict of the store's arguments; got {store_options!r}"
+        )
     autostart = values["AUTOSTART"]
     if not isinstance(autostart, bool):
         raise _fail("AUTOSTART", f"must be True or False; got {autostart!r}")
@@ -188,6 +208,8 @@ def parse_settings(raw: Any) -> Settings:
             "wait_replicas": values["WAIT_REPLICAS"],
             "wait_timeout": values["WAIT_TIMEOUT"],
         },
+        store_options=dict(store_options),
+        url_key=url_key,
     )
 
 

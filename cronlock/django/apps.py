@@ -13,12 +13,12 @@ from django.utils.module_loading import autodiscover_modules
 from cronlock import gunicorn as _gunicorn
 from cronlock import uwsgi as _uwsgi
 from cronlock._autostart import at_exit, stop_at_exit
-from cronlock._redisurl import client_from_url
 from cronlock.django import runner as project
 from cronlock.django._process import should_autostart
 from cronlock.django._settings import Settings, SettingsError, parse_settings
 from cronlock.errors import ConfigurationError
 from cronlock.runner import CronRunner
+from cronlock.stores import from_url
 
 logger = logging.getLogger("cronlock.django")
 
@@ -68,11 +68,15 @@ def make_runner(config: Settings) -> CronRunner:
     """The runner ``config`` describes; SettingsError naming the key for a bad value."""
     _check_job_defaults(config)
     try:
-        client = client_from_url(config.url, **config.redis_options)
-    except (TypeError, ValueError) as exc:
-        raise SettingsError(f"settings.CRONLOCK: cannot make a Redis client: {exc}") from exc
+        store = from_url(config.url, prefix=config.prefix, **config.store_kwargs())
+    except ConfigurationError as exc:
+        if not str(exc).startswith("prefix"):
+            raise SettingsError(f"settings.CRONLOCK[{config.url_key!r}]: {exc}") from exc
+        raise SettingsError(f"settings.CRONLOCK['PREFIX']: {exc}") from exc
+    except TypeError as exc:
+        raise SettingsError(f"settings.CRONLOCK: cannot open the store: {exc}") from exc
     try:
-        return CronRunner(client, **config.runner_options)
+        return CronRunner(store, **config.runner_options)
     except ConfigurationError as exc:
         message = str(exc)
         key = next((k for name, k in _KEYS.items() if message.startswith(name)), None)

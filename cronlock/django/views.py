@@ -99,6 +99,11 @@ def _api(action: str, methods: tuple[str, ...]) -> Callable[[View], View]:
             except redis.RedisError as exc:
                 logger.warning("cronlock: management API could not reach Redis: %s", exc)
                 return _error(503, f"Redis is unavailable: {exc}")
+            except Exception as exc:
+                if not isinstance(exc, _project().admin.store.errors):
+                    raise
+                logger.warning("cronlock: management API could not reach its store: %s", exc)
+                return _error(503, f"the store is unavailable: {type(exc).__name__}: {exc}")
 
         checked.__name__ = view.__name__
         checked.__doc__ = view.__doc__
@@ -164,6 +169,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         context = _dashboard.dashboard_context(_project().admin, _health)
     except redis.RedisError as exc:
         return HttpResponse(f"Redis is unavailable: {exc}", status=503, content_type="text/plain")
+    except Exception as exc:
+        if not isinstance(exc, _project().admin.store.errors):
+            raise
+        return HttpResponse(
+            f"the store is unavailable: {exc}", status=503, content_type="text/plain"
+        )
     base = reverse("cronlock:dashboard").rstrip("/")
     page = _dashboard.render(
         {
@@ -203,7 +214,7 @@ def health(request: HttpRequest) -> HttpResponse:
     try:
         ok, report = _health()
     except redis.RedisError as exc:
-        ok, report = False, {"ok": False, "redis": False, "problems": [str(exc)]}
+        ok, report = False, {"ok": False, "redis": False, "store": False, "problems": [str(exc)]}
     return JsonResponse(report, status=200 if ok else 503)
 
 

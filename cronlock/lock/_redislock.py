@@ -17,6 +17,7 @@ from cronlock._scripts import Script
 from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
 from cronlock.clock import monotonic
 from cronlock.errors import LockLost, LockNotAcquired
+from cronlock.lock._hold import WeakHold
 from cronlock.lock._lease import (
     ACQUIRE,
     FENCE_GRACE_MS,
@@ -109,7 +110,7 @@ class RedisLock:
         self._lost_told = False  # the WARNING and on_lost are done: ``lost`` may be set
         self._lost_event: Optional[threading.Event] = None
         self._renewal: Optional[Renewal] = None
-        self._hold: Optional[_Hold] = None  # the renewing hold, told when it ends
+        self._hold: Optional[WeakHold] = None  # the renewing hold, told when it ends
         #: The random token of the current (or last) hold; "" before the first acquire.
         self.token = ""
         #: The fencing token of the current (or last) hold; 0 before the first acquire.
@@ -189,11 +190,36 @@ class RedisLock:
             self._acquired_at = sent
             self._valid_until = sent + ttl - drift(ttl)
             if self._renew:
-                hold = self._hold = _Hold(self, self._generation)
+                hold = self._hold = self._weak_hold()
                 renewal = self._renewal = Renewal(hold, sent + ttl / 3)
         logger.debug("cronlock: acquired lock %r (fencing token %d)", self.key, fence)
         if renewal is not None:
             HOLDS.add(renewal)
+
+    def _weak_hold(self) -> WeakHold:
+        """This hold as the renewal sees it, referencing this handle weakly (under ``_state``)."""
+        return WeakHold(
+            weakref.ref(self),
+            key=self.key,
+            client=self._client,
+            ttl_ms=self._ttl_ms,
+            max_hold=self._max_hold,
+            acquired_at=self._acquired_at,
+            live_token=weakref.WeakMethod(self._live_token),
+            valid_until=weakref.WeakMethod(self._deadline),
+            extend=weakref.WeakMethod(self._extend),
+            mark_lost=weakref.WeakMethod(self._mark_lost),
+            generation=self._generation,
+        )
+
+    def _live_token(self, generation: int) -> Optional[str]:
+        """The token while hold ``generation`` is held, not being released and not lost."""
+        with self._state:
+            live = self._generation == generation and self._held and not self._releasing
+            return self.token if live and not self._lost else None
+
+    def _deadline(self) -> float:
+        return self._valid_until
 
     # -- while held ------------------------------------------------------------------
 
@@ -366,71 +392,3 @@ class RedisLock:
     def __repr__(self) -> str:
         state = "lost" if self._lost else "held" if self._held else "free"
         return f"<RedisLock {self.key!r} ttl={self.ttl:g}s {state}>"
-
-
-class _Hold:
-    """One hold of a [`RedisLock`][cronlock.lock.RedisLock] (one acquire), as its renewal sees it.
-
-    The renewal's whole view of the lock (`RenewableHold`): what is fixed for the hold is
-    copied at the acquire; `live_token()` tells, by the generation number, when it ended.
-    The lock itself is referenced *weakly*: the renewal thread must not keep a handle
-    alive that its owner dropped without releasing, or the key would be renewed for as
-    long as the process lives with nobody able to release it. Once the handle is
-    garbage-collected, `live_token()` is None and `dropped()` True (unless the hold had
-    already ended), so the renewal stops, logs a WARNING and lets the lease lapse.
-    """
-
-    __slots__ = (
-        "_generation",
-        "_lock",
-        "acquired_at",
-        "client",
-        "ended",
-        "key",
-        "max_hold",
-        "ttl_ms",
-    )
-
-    def __init__(self, lock: RedisLock, generation: int) -> None:
-        self._lock = weakref.ref(lock)
-        self._generation = generation
-        self.key = lock.key
-        self.client = lock._client
-        self.ttl_ms = lock._ttl_ms
-        self.max_hold = lock._max_hold
-        self.acquired_at = lock._acquired_at
-        #: Set (under the lock's state mutex) once the hold is released or lost.
-        self.ended = False
-
-    @property
-    def valid_until(self) -> float:
-        lock = self._lock()
-        return 0.0 if lock is None else lock._valid_until
-
-    def live_token(self) -> Optional[str]:
-        lock = self._lock()
-        if lock is None:
-            return None
-        with lock._state:
-            live = lock._generation == self._generation and lock._held and not lock._releasing
-            return lock.token if live and not lock._lost else None
-
-    def dropped(self) -> bool:
-        return not self.ended and self._lock() is None
-
-    def remaining(self) -> float:
-        lock = self._lock()
-        return 0.0 if lock is None else lock.remaining()
-
-    def extend(self, token: str, ttl_ms: int) -> bool:
-        lock = self._lock()
-        return lock is not None and lock._extend(token, ttl_ms)
-
-    def mark_lost(self, reason: str) -> None:
-        lock = self._lock()
-        if lock is not None:
-            lock._mark_lost(reason)
-
-    def __repr__(self) -> str:
-        lock = self._lock()
-        return f"<dropped RedisLock {self.key!r}>" if lock is None else repr(lock)

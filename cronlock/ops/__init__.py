@@ -6,9 +6,10 @@
 | `history`   | reading run history; the history events                                 |
 | `schedules` | `ScheduleSpec`: a dynamic schedule as stored                            |
 | `health`    | `Health`: a runner's health report                                      |
+| `doctor`    | `check_store`: what ``cronlock doctor`` checks, on any store            |
 
-The Redis server check (`cronlock doctor`) is Redis's own, so it lives with the Redis
-store: [`cronlock.doctor`][cronlock.doctor].
+The Redis server checks are Redis's own, so they live with the Redis store:
+[`cronlock.doctor`][cronlock.doctor]; `check_store` runs them for a Redis store.
 """
 
 from __future__ import annotations

@@ -323,8 +323,8 @@ class Admin:
             interval: seconds between runs on the UTC grid (exactly one of the two).
             payload: any JSON value, passed as ``ctx.payload``.
             schedule_id: the id (also the job key of its runs); default ``TASK-<random>``.
-            **options: ``ttl``, ``overlap``, ``max_attempts``, ``catch_up``, ``jitter``,
-                ``retries``, ``retry_backoff``, as for code registration.
+            **options: ``ttl``, ``heartbeat``, ``overlap``, ``max_attempts``, ``catch_up``,
+                ``jitter``, ``retries``, ``retry_backoff``, as for code registration.
 
         Raises:
             ConfigurationError: what registering the same job in code would raise.

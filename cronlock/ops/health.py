@@ -25,7 +25,7 @@ from typing import Any, Optional, Protocol
 
 from cronlock._jsonable import jsonable
 from cronlock.clock import monotonic
-from cronlock.stores import Store
+from cronlock.stores import RedisStore, Store
 
 __all__ = ["STALL_AFTER_S", "Health", "Probed", "Vitals", "check_health"]
 
@@ -39,9 +39,10 @@ class Health:
     """A runner's health at one moment.
 
     Attributes:
-        ok: Redis reachable and the scheduler alive and waking.
-        redis: ``PING`` answered.
-        redis_latency_ms: how long it took (None when it failed).
+        ok: the store reachable and the scheduler alive and waking.
+        redis: the store answered its ping (the older name of ``store``, kept for
+            probes written against it; for any store, not only Redis).
+        redis_latency_ms: how long it took (None when it failed); = ``store_latency_ms``.
         scheduler_alive: the scheduler thread runs (False before ``start()``).
         scheduler_idle_s: seconds since the scheduler thread last woke (None: never).
         operations_alive: the operations thread runs (triggers, schedules, heartbeat).
@@ -49,6 +50,9 @@ class Health:
         last_tick: when the scheduler last processed due slots (None: not yet).
         problems: why ``ok`` is False (empty when it is True).
         warnings: what is wrong but does not stop scheduled jobs.
+        store: the store answered its ping (``PING`` on Redis, a query on SQL stores).
+        store_latency_ms: how long it took (None when it failed).
+        store_kind: which store, e.g. ``RedisStore(prefix='app')``.
     """
 
     ok: bool
@@ -61,6 +65,9 @@ class Health:
     last_tick: Optional[datetime]
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    store: bool = False
+    store_latency_ms: Optional[float] = None
+    store_kind: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able fields."""
@@ -108,7 +115,8 @@ def check_health(runner: Probed) -> Health:
         redis_ok, latency = True, round((monotonic() - started) * 1000, 3)
     except Exception as error:  # any failure to answer is "unreachable"
         redis_ok, latency = False, None
-        problems.append(f"Redis unreachable: {error}")
+        what = "Redis" if isinstance(runner.store, RedisStore) else "store"
+        problems.append(f"{what} unreachable: {error}")
     alive = vitals.scheduler_alive
     last_wake = vitals.last_wake
     idle = None if last_wake is None else round(monotonic() - last_wake, 3)
@@ -133,4 +141,7 @@ def check_health(runner: Probed) -> Health:
         last_tick=vitals.last_tick,
         problems=tuple(problems),
         warnings=tuple(warnings),
+        store=redis_ok,
+        store_latency_ms=latency,
+        store_kind=repr(runner.store),
     )

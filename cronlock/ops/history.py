@@ -10,18 +10,19 @@ appended by the claim, trigger and finish scripts themselves (no extra round tri
 | ``failed``     | the handler raised (after its retries); ``error_type``, ``traceback``        |
 | ``cancelled``  | the runner stopped while the handler ran; the lease was handed over          |
 | ``taken_over`` | this attempt's lease lapsed (owner died or froze); the next attempt follows  |
-| ``abandoned``  | the lease lapsed again after ``max_attempts``: the slot is marked failed     |
+| ``abandoned``  | after ``max_attempts``, or an older run kept beside a newer slot, unfinished |
 | ``expired``    | the run never finished and a newer slot started (overlap ``skip``/``allow``) |
 | ``replaced``   | overlap ``replace``: a newer slot cut this run short                         |
 | ``skipped``    | a trigger was dropped (``reason`` ``paused`` or ``busy``)                    |
+| ``restored``   | not a run: a runner put back a pause or schedule Redis had lost (``reason``) |
 
 Retention: ``CronRunner(history_max=1000, history_max_age=timedelta(days=7))`` caps
 each stream by count (exact ``MAXLEN``) and by age (``MINID`` from the entry ids, which
 are the server's clock), at every write; ``history_max=0`` writes no history. A job
 that stops running keeps its last entries until the key is deleted.
 
-Limits: a run whose replica dies leaves a ``running`` entry without an end; the next
-attempt's ``taken_over`` entry (or ``expired``) says what became of it. An empty Redis
+A run whose replica dies leaves a ``running`` entry; the next claim of the job writes
+what became of it (``taken_over``, ``abandoned`` or ``expired``). An empty Redis
 (restart without persistence) forgets the history, like every other cronlock state.
 
 Example:

@@ -8,7 +8,8 @@
 | ``taken``                | re-check when the holder's lease would lapse                  |
 | ``done``/``stale``       | nothing (another replica ran it)                              |
 | ``busy``/``paused``      | nothing (counted; ``busy`` logged)                            |
-| ``exhausted``            | nothing (the slot is marked failed; logged)                   |
+| ``exhausted``            | nothing (the slot is marked failed; on_error "abandoned")     |
+| ``gone`` (a re-check)    | nothing: the store forgot the slot (empty restart); logged    |
 | ``corrupt``              | report a `CorruptStateError`                                  |
 """
 
@@ -52,6 +53,7 @@ _QUIET = {
     ClaimStatus.PAUSED: ("claims_paused",),
     ClaimStatus.EXHAUSTED: ("slots_failed",),
     ClaimStatus.CORRUPT: (),
+    ClaimStatus.GONE: ("slots_forgotten",),
 }
 
 

@@ -32,7 +32,8 @@ from cronlock.runner.host import RunnerHost
 from cronlock.runner.jobs import JobTable
 from cronlock.runner.scheduler import Scheduler
 from cronlock.runner.triggers import Triggers
-from cronlock.stores.types import Heartbeat
+from cronlock.stores.base import Restorable
+from cronlock.stores.types import Heartbeat, OperationalState, SyncReply
 
 logger = logging.getLogger("cronlock")
 
@@ -77,6 +78,11 @@ class Operations:
         self._registered: Optional[dict[str, Any]] = None
         self._registered_at = 0.0
         self._registered_version = -1
+        # What operators decided, as last read, to put back if the store forgets it.
+        self._restorable = isinstance(host.store, Restorable)
+        self._epoch = ""
+        self._intent: Optional[OperationalState] = None
+        self._intent_version: Optional[tuple[Optional[str], Optional[str]]] = None
 
     # -- thread ---------------------------------------------------------------------
 
@@ -196,7 +202,10 @@ class Operations:
                     host.runner_id, self._heartbeat(now_ms), heartbeat_ttl(self.poll_interval)
                 )
             reply = host.store.sync(heartbeat)
-            if reply.schedules_version != self._schedules_version:
+            lost = self._restorable and bool(reply.epoch) and self._keep_intent(reply)
+            # Just after a loss, another runner may still be restoring the schedules: keep
+            # the dynamic jobs until the next sync rather than drop them meanwhile.
+            if reply.schedules_version != self._schedules_version and not lost:
                 self._reconcile(reply.schedules_version)
             self._register(now_ms)
             self.last_sync = monotonic()
@@ -204,6 +213,35 @@ class Operations:
         if mine:
             host.store.clear_triggers(mine)
             self.triggers.run(mine, inline=inline)
+
+    def _keep_intent(self, reply: SyncReply) -> bool:
+        """Put back what operators decided when the store lost its state (a new epoch),
+        and keep a fresh copy of it (re-read when its versions change); True when the
+        state was found lost."""
+        store = self.host.store
+        assert isinstance(store, Restorable)
+        lost = bool(self._epoch) and reply.epoch != self._epoch
+        if lost:
+            self._registered = None  # the registry is gone too: write it again
+            if self._intent is not None:
+                restored = store.restore(
+                    reply.epoch, self._intent, self.host.holder, self.host.retention
+                )
+                if restored is not None:
+                    logger.warning(
+                        "cronlock: runner %s found the store's state lost (an empty restart?) "
+                        "and restored %d operator decision(s): %s",
+                        self.host.runner_id,
+                        len(restored),
+                        ", ".join(restored) or "none",
+                    )
+            self._intent_version = None  # read them again, restored
+        self._epoch = reply.epoch
+        version = (reply.operations_version, reply.schedules_version)
+        if version != self._intent_version:
+            self._intent = store.operational_state()
+            self._intent_version = version
+        return lost
 
     def _heartbeat(self, now_ms: int) -> str:
         host = self.host

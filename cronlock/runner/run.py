@@ -3,7 +3,7 @@
 Timeline of a run (the owner's view):
 
 ```text
-claim ──won──> renew every ttl/3 (shared renewal thread) ──> finish(done|failed)
+claim ──won──> renew every heartbeat, default ttl/3 (shared renewal thread) ──> finish(done|failed)
                     │ renew says "lost" (taken over / replaced) or the lease ran out
                     │ while Redis was unreachable
                     └──> ctx.cancelled is set; finish would say "lost": skipped
@@ -58,6 +58,7 @@ class Run:
         self.job = job
         self.owner = owner
         self.lease_s = job.options.ttl_ms / 1000
+        self.heartbeat_s = job.options.renew_every_ms / 1000
         # ``sent_at`` is the monotonic() taken before the claim was sent, so our idea
         # of the deadline is never later than the store's.
         self.deadline = sent_at + self.lease_s
@@ -80,7 +81,7 @@ class Run:
     # -- renewal (called from the shared renewal thread) --------------------------------
 
     def start_renewal(self) -> None:
-        get_renewer().schedule(self, monotonic() + self.lease_s / 3)
+        get_renewer().schedule(self, monotonic() + self.heartbeat_s)
         get_deadlines().schedule(LeaseWatch(self), self.deadline)
 
     @property
@@ -104,7 +105,7 @@ class Run:
             if now >= self.deadline:
                 self.lose("its lease ran out while Redis was unreachable")
                 return None
-            return now + min(self.lease_s / 3, max(0.05, (self.deadline - now) / 2))
+            return now + min(self.heartbeat_s, max(0.05, (self.deadline - now) / 2))
         if until is None:
             with self._lock:
                 if self._closed:  # the run finished while this renewal was on its way
@@ -112,7 +113,7 @@ class Run:
             self.lose("another replica took the slot over, or a newer slot replaced it")
             return None
         self.deadline = sent + self.lease_s
-        return sent + self.lease_s / 3
+        return sent + self.heartbeat_s
 
     def lose(self, why: str) -> None:
         """The lease is gone (taken over, replaced, or ran out): cancel the run."""

@@ -18,7 +18,7 @@ from typing import Optional
 
 from cronlock.clock import monotonic, utc_now
 from cronlock.context import ErrorContext
-from cronlock.errors import CorruptStateError, NotReplicated
+from cronlock.errors import CorruptStateError, NotReplicated, RunAbandoned
 from cronlock.job import Job
 from cronlock.observers import notify
 from cronlock.outcomes import ClaimStatus
@@ -121,7 +121,7 @@ class Scheduler:
         with self.cond:
             if not self.slots.seeded:
                 self.slots.seed_all(self.jobs.values(), now_ms)
-            batch = self.slots.pop_due(now_ms)
+            batch = self.slots.pop_due(now_ms, early=False)
         return self.process(batch, now_ms, inline=True)
 
     # -- claims -------------------------------------------------------------------------
@@ -158,6 +158,7 @@ class Scheduler:
             options.overlap,
             self.host.holder,
             self.host.retention,
+            recheck=entry.kind == "watch",
         )
 
     def claim(self, entries: list[Entry], now_ms: int) -> list[Optional[ClaimReply]]:
@@ -190,6 +191,8 @@ class Scheduler:
         """Carry out the decision for one reply; 1 if a handler ran (or was started)."""
         decision = decide(reply, early=entry.early, replication=self.replication)
         job = entry.job
+        if entry.kind == "claim":  # a scheduled slot's own claim (not a re-check)
+            job.won_last = decision.action is Action.START
         if decision.action is Action.ASK_AT_BOUNDARY:
             entry.early = False
             logger.debug(
@@ -207,6 +210,8 @@ class Scheduler:
             )
         for name in decision.counters:
             host.count(name)
+        for slot_ms, attempt in reply.ended:
+            self._ended_unfinished(job.key, slot_ms, attempt)
         if decision.action is Action.GIVE_BACK:
             self._give_back(entry, reply, sent_at)
         elif decision.action is Action.START:
@@ -231,11 +236,19 @@ class Scheduler:
                 entry.slot_ms,
             )
         elif decision.status is ClaimStatus.EXHAUSTED:
-            logger.warning(
-                "cronlock: job %r slot %d abandoned: its lease lapsed again after %d attempts",
+            self._abandoned(
                 key,
                 entry.slot_ms,
                 reply.attempt,
+                "max_attempts",
+                f"its lease lapsed again after {reply.attempt} attempt(s) (max_attempts)",
+            )
+        elif decision.status is ClaimStatus.GONE:
+            logger.warning(
+                "cronlock: job %r slot %d not re-checked: its state is gone from the store "
+                "(an empty restart?), so whether it finished is unknown; not starting it",
+                key,
+                entry.slot_ms,
             )
         elif decision.status is ClaimStatus.CORRUPT:
             self.host.report(
@@ -246,6 +259,27 @@ class Scheduler:
                 ),
                 ErrorContext(key, "acquire", entry.slot_ms),
             )
+
+    def _ended_unfinished(self, key: str, slot_ms: int, attempt: int) -> None:
+        """An older run that this claim recorded as ended: its lease lapsed unfinished."""
+        self.host.count("runs_abandoned")
+        self._abandoned(
+            key,
+            slot_ms,
+            attempt,
+            "lease_lapsed",
+            "its lease lapsed without a finish before a newer slot started",
+        )
+
+    def _abandoned(self, key: str, slot_ms: int, attempt: int, reason: str, why: str) -> None:
+        """Tell on_error and the observers that a run of ``key`` ended without a finish."""
+        host = self.host
+        if host.observers:
+            notify(host.observers, "abandoned", key, slot_ms, reason, host.runner_id)
+        host.report(
+            RunAbandoned(f"job {key!r} slot {slot_ms} attempt {attempt} abandoned: {why}"),
+            ErrorContext(key, "abandoned", slot_ms, attempt),
+        )
 
     def _give_back(self, entry: Entry, reply: ClaimReply, sent_at: float) -> None:
         """A won claim too few replicas have: do not run it; hand the slot straight back.

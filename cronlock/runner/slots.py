@@ -28,6 +28,14 @@ logger = logging.getLogger("cronlock")
 
 # A slot popped this late (beyond catch-up and jitter) still counts as on time.
 SCHEDULING_SLACK_MS = 1000
+# Without jitter, each replica claims a job's slot up to this much before its boundary, at
+# a random point: whichever replica's claim arrives first wins, so with clocks that agree
+# within this window the winners spread over the replicas instead of the earliest clock
+# winning every slot. The handler still starts at the boundary (a won run waits for it),
+# so the start delay does not move. The replica that won the job's previous slot waits
+# for the end of the window: the others get their turn even when its clock runs a few
+# ms early, and alone it still claims before the boundary.
+CLAIM_SPREAD_MS = 20
 
 
 @dataclass(order=True)
@@ -43,6 +51,7 @@ class Entry:
     owner: str = field(compare=False, default_factory=lambda: secrets.token_hex(8))
     start_ms: int = field(compare=False, default=0)  # the handler starts no earlier
     early: bool = field(compare=False, default=False)  # claimed before ``start_ms``
+    yielded: bool = field(compare=False, default=False)  # let others claim first (won last)
 
 
 def due_slot(job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
@@ -70,6 +79,7 @@ class SlotQueue:
         self.backlog: deque[Entry] = deque()  # due claims waiting for a free worker
         self.seeded = False
         self._seq = itertools.count()
+        self._spread_seed = random.getrandbits(64)
 
     def clear(self) -> None:
         self.heap.clear()
@@ -96,11 +106,20 @@ class SlotQueue:
         job.next_slot_ms = slot_ms
         if slot_ms is None:
             return
-        jitter = random.randint(0, job.options.jitter_ms) if job.options.jitter_ms else 0
+        jitter_ms = job.options.jitter_ms
+        # A jitter delays the claim (and so the start); without one, the claim goes out at
+        # a random point of the spread window before the boundary (see CLAIM_SPREAD_MS).
+        offset = random.randint(0, jitter_ms) if jitter_ms else -self.spread_offset(slot_ms)
         heapq.heappush(
             self.heap,
-            Entry(slot_ms + jitter, next(self._seq), job, job.generation, slot_ms, "slot"),
+            Entry(slot_ms + offset, next(self._seq), job, job.generation, slot_ms, "slot"),
         )
+
+    def spread_offset(self, slot_ms: int) -> int:
+        """How early (ms) this runner claims slots at ``slot_ms``: random per runner and
+        slot, the same for all its jobs due then, so they still go out in one batch and in
+        the order they were registered."""
+        return hash((self._spread_seed, slot_ms)) % (CLAIM_SPREAD_MS + 1)
 
     def push(self, entry: Entry, due_ms: int) -> None:
         """Queue ``entry`` (a claim to retry or a slot to re-check) again at ``due_ms``."""
@@ -117,10 +136,18 @@ class SlotQueue:
     def next_due(self) -> Optional[int]:
         return self.heap[0].due_ms if self.heap else None
 
-    def pop_due(self, now_ms: int) -> list[Entry]:
-        batch = []
+    def pop_due(self, now_ms: int, *, early: bool = True) -> list[Entry]:
+        """The entries due by ``now_ms``; with ``early`` False, not the slots whose boundary
+        is still ahead (claimed within the spread window), which stay queued."""
+        batch, ahead = [], []
         while self.heap and self.heap[0].due_ms <= now_ms:
-            batch.append(heapq.heappop(self.heap))
+            entry = heapq.heappop(self.heap)
+            if not early and entry.kind == "slot" and entry.slot_ms > now_ms:
+                ahead.append(entry)
+            else:
+                batch.append(entry)
+        for entry in ahead:
+            heapq.heappush(self.heap, entry)
         return batch
 
     def to_claim(self, batch: list[Entry], now_ms: int) -> list[Entry]:
@@ -133,6 +160,8 @@ class SlotQueue:
         for entry in batch:
             job = entry.job
             if entry.generation != job.generation or not job.enabled:
+                continue
+            if entry.kind == "slot" and self._yields(entry, now_ms):
                 continue
             if entry.kind == "slot":
                 slot = due_slot(job, entry.slot_ms, now_ms)
@@ -151,6 +180,17 @@ class SlotQueue:
                 entry.kind = "claim"
             claims.append(entry)
         return claims
+
+    def _yields(self, entry: Entry, now_ms: int) -> bool:
+        """Queue a slot again at the end of the spread window when this runner won the
+        job's previous slot (see ``CLAIM_SPREAD_MS``); True if it was queued again."""
+        if not entry.job.won_last or entry.yielded or entry.due_ms >= entry.slot_ms:
+            return False  # not the winner, already yielded, or a jitter (no window)
+        if entry.slot_ms <= now_ms:
+            return False  # late already: claim now
+        entry.yielded = True
+        self.push(entry, entry.slot_ms)
+        return True
 
     def within_capacity(self, claims: list[Entry], running: int) -> list[Entry]:
         """The claims to send now: as many as this runner has idle workers.

@@ -13,16 +13,24 @@
 -- ARGV[6]  holder, "host:pid:runner" (for operators)
 -- ARGV[7]  (optional) history: keep at most this many entries (0 or absent: no history)
 -- ARGV[8]  (optional) history: drop entries older than this many ms (0: no age limit)
+-- ARGV[9]  (optional) "1": a re-check of a slot this replica was told is running elsewhere
+--          (taken, or handed over): take over a lapsed lease, but never start the slot
+--          afresh; when the job's state no longer names the slot, reply gone
 --
 -- Reply, first element a status:
---   {"won", attempt, fence, lease_until}   this replica runs the slot (also when the same
+--   {"won", attempt, fence, lease_until, [slot, attempt]...}
+--                                          this replica runs the slot (also when the same
 --                                          owner asks again: a retry after a lost reply,
---                                          whose lease then starts again)
+--                                          whose lease then starts again); then each older
+--                                          run recorded as ended by this claim (below)
 --   {"taken", lease_until, attempt, now}   same slot, running under a live lease elsewhere
 --                                          (now: this server's clock, to time the re-check)
 --   {"done", status}                       same slot already finished ("done" or "failed")
 --   {"stale", current_slot}                an older slot than the latest claimed: never run
---   {"busy", lease_until, now}             newer slot, previous run alive, overlap "skip"
+--   {"busy", lease_until, now, [slot, attempt]...}
+--                                          newer slot, previous run alive, overlap "skip"
+--   {"gone"}                               a re-check (ARGV[9]) found no state of the slot:
+--                                          the store forgot it (an empty restart); not run
 --   {"exhausted", attempt}                 lapsed again after max_attempts: slot marked failed
 --   {"paused"}                             the job is paused
 --   {"corrupt", type}                      the key is not a hash we wrote
@@ -31,6 +39,15 @@
 -- losing claim writes nothing): "running" on a win, "taken_over" for the attempt whose
 -- lease lapsed, "abandoned" after max_attempts, "expired" for a run that never finished
 -- before a newer slot started, "replaced" for a run cut short by overlap "replace".
+--
+-- Runs that vanish: a newer slot's claim records as ended every older run whose lease
+-- lapsed without a finish: the latest slot's run ("expired") and the runs kept under
+-- "r:<owner>" fields (overlap "allow", triggered runs: "abandoned"). Each counts as a
+-- failure (failures + 1, last_error the event) and is listed in the reply, so the
+-- claiming replica reports it to on_error.
+--
+-- An "r:<owner>" field is "slot:attempt:fence:holder:lease_until" (overlap "allow") or
+-- "slot:lease_until" (a triggered run: attempt 1, kind manual).
 local key = KEYS[1]
 local kind = redis.call('TYPE', key)['ok']
 if kind ~= 'hash' and kind ~= 'none' then
@@ -71,6 +88,23 @@ local function previous(event)
     'holder', st[8] or '', 'lease', lease, 'kind', 'scheduled')
 end
 
+local ended = {}  -- slot, attempt of each older run recorded as ended
+local function vanished(event, v_slot, v_attempt, v_fence, v_holder, v_kind)
+  redis.call('HSET', key, 'last_failed', v_slot, 'failed_at', now, 'last_error', event)
+  redis.call('HINCRBY', key, 'failures', 1)
+  history('event', event, 'slot', v_slot, 'attempt', v_attempt, 'fence', v_fence,
+    'holder', v_holder, 'kind', v_kind)
+  table.insert(ended, tonumber(v_slot))
+  table.insert(ended, tonumber(v_attempt))
+end
+
+local function with_ended(reply)
+  for _, v in ipairs(ended) do
+    table.insert(reply, v)
+  end
+  return reply
+end
+
 local function start(n)
   fence = fence + 1
   local until_ms = now + lease_ms
@@ -78,10 +112,14 @@ local function start(n)
     'owner', ARGV[2], 'lease', until_ms, 'fence', fence, 'holder', ARGV[6], 'started', now)
   history('event', 'running', 'slot', slot, 'attempt', n, 'fence', fence,
     'holder', ARGV[6], 'started', now, 'lease', until_ms, 'kind', 'scheduled')
-  return {'won', n, fence, until_ms}
+  return with_ended({'won', n, fence, until_ms})
 end
 
+local recheck = ARGV[9] == '1'
 if cur == nil then
+  if recheck then
+    return {'gone'}
+  end
   return start(1)
 end
 if slot < cur then
@@ -112,8 +150,13 @@ if slot == cur then
   previous('taken_over')
   return start(attempt + 1)
 end
--- a newer slot than the latest claimed: first forget older runs ("allow", triggered runs)
--- whose lease lapsed; under "skip" a live one makes the new slot wait like the main run
+if recheck then
+  -- told this slot was running, yet the state names an older one: the state was lost
+  return {'gone'}
+end
+-- a newer slot than the latest claimed: first record as ended the older runs ("allow",
+-- triggered runs) whose lease lapsed; under "skip" a live one makes the new slot wait
+-- like the main run
 local overlap = ARGV[5]
 local fields = redis.call('HKEYS', key)
 local other_until = 0
@@ -123,6 +166,12 @@ for _, f in ipairs(fields) do
     local until_ms = tonumber(string.match(v, ':(%d+)$'))
     if not until_ms or until_ms <= now then
       redis.call('HDEL', key, f)
+      local s4, a4, f4, h4 = string.match(v, '^(%d+):(%d+):(%d+):(.*):%d+$')
+      if s4 then
+        vanished('abandoned', s4, a4, f4, h4, 'scheduled')
+      elseif until_ms then
+        vanished('abandoned', string.match(v, '^(%d+):'), 1, 0, '', 'manual')
+      end
     elseif until_ms > other_until then
       other_until = until_ms
     end
@@ -130,16 +179,17 @@ for _, f in ipairs(fields) do
 end
 if status == 'running' and lease > now then
   if overlap == 'skip' then
-    return {'busy', lease, now}
+    return with_ended({'busy', lease, now})
   elseif overlap == 'allow' then
     -- the old run keeps renewing and finishing under its own field
-    redis.call('HSET', key, 'r:' .. st[4], st[1] .. ':' .. st[5])
+    redis.call('HSET', key, 'r:' .. st[4],
+      st[1] .. ':' .. attempt .. ':' .. fence .. ':' .. (st[8] or '') .. ':' .. st[5])
   else
     previous('replaced')
   end
 elseif overlap == 'skip' and other_until > now then
-  return {'busy', other_until, now}
+  return with_ended({'busy', other_until, now})
 elseif status == 'running' then
-  previous('expired')
+  vanished('expired', st[1], attempt, fence, st[8] or '', 'scheduled')
 end
 return start(1)

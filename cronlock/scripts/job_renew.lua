@@ -22,7 +22,8 @@ end
 local field = 'r:' .. ARGV[2]
 local other = redis.call('HGET', key, field)
 if other and string.sub(other, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
-  redis.call('HSET', key, field, ARGV[1] .. ':' .. until_ms)
+  -- keep what the field records of the run; only its lease ends later
+  redis.call('HSET', key, field, (string.gsub(other, '%d+$', until_ms)))
   return {'ok', until_ms}
 end
 return {'lost'}

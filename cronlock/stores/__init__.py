@@ -8,12 +8,14 @@ compares them.
 
 A redis-py client given to [`CronRunner`][cronlock.runner.CronRunner] or
 [`Admin`][cronlock.admin.Admin] becomes a [`RedisStore`][cronlock.stores.RedisStore];
-a store may also be passed directly:
+a store may also be passed directly, or named by a URL
+([`from_url`][cronlock.stores.from_url]):
 
 ```python
-from cronlock.stores import RedisStore
+from cronlock.stores import RedisStore, from_url
 
 runner = CronRunner(RedisStore(client, prefix="myapp"), prefix="myapp")
+admin = Admin(from_url("redis+sentinel://s1:26379/mymaster/0", prefix="myapp"))
 ```
 """
 
@@ -22,11 +24,12 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from cronlock.errors import ConfigurationError
-from cronlock.stores.base import Store, Subscription
+from cronlock.stores.base import Restorable, Store, Subscription
 from cronlock.stores.redis import RedisStore
 from cronlock.stores.sql import SqlStore
 from cronlock.stores.sqlite import SqliteStore
 from cronlock.stores.types import ClaimReply, ClaimStatus, HistoryEntry, TriggerReply, TriggerStatus
+from cronlock.stores.urls import from_url
 
 __all__ = [
     "ClaimReply",
@@ -34,6 +37,7 @@ __all__ = [
     "HistoryEntry",
     "PostgresStore",
     "RedisStore",
+    "Restorable",
     "SqlStore",
     "SqliteStore",
     "Store",
@@ -41,6 +45,7 @@ __all__ = [
     "TriggerReply",
     "TriggerStatus",
     "as_store",
+    "from_url",
 ]
 
 

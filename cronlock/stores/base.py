@@ -26,7 +26,7 @@ What a store promises:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Union, runtime_checkable
 
 from cronlock.stores.types import (
     ClaimReply,
@@ -34,6 +34,7 @@ from cronlock.stores.types import (
     Heartbeat,
     HistoryEntry,
     JobState,
+    OperationalState,
     Replication,
     Retention,
     SlotClaim,
@@ -42,7 +43,7 @@ from cronlock.stores.types import (
     TriggerReply,
 )
 
-__all__ = ["Store", "Subscription"]
+__all__ = ["Restorable", "Store", "Subscription"]
 
 
 class Subscription(Protocol):
@@ -177,3 +178,28 @@ class Store(Protocol):
 
     def remove_schedule(self, schedule_id: str) -> bool:
         """Delete a dynamic schedule, bump the version and announce it; True if it existed."""
+
+
+@runtime_checkable
+class Restorable(Protocol):
+    """A store that can lose its state (Redis restarted without persistence, an eviction).
+
+    Its `Store.sync` reports an ``epoch`` that changes when the state was lost. Every
+    runner keeps the operational state it last read (`operational_state`, re-read when
+    ``operations_version`` or ``schedules_version`` changes); a runner that sees a new
+    epoch puts it back with `restore`. A store that never forgets (SQL) need not
+    implement this: its epoch stays "".
+    """
+
+    def operational_state(self) -> OperationalState:
+        """The paused jobs, pause-all and the dynamic schedules (one round trip)."""
+
+    def restore(
+        self, epoch: str, state: OperationalState, holder: str, retention: Retention
+    ) -> Optional[list[str]]:
+        """Put back what ``state`` holds and the store lacks, once per ``epoch``.
+
+        None when another runner already restores this epoch; else what was put back
+        (``"paused:KEY"``, ``"pause-all"``, ``"schedule:ID"``), each also recorded as a
+        ``restored`` entry in its job's history (kept as ``retention`` says).
+        """

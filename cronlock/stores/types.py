@@ -22,6 +22,7 @@ __all__ = [
     "Heartbeat",
     "HistoryEntry",
     "JobState",
+    "OperationalState",
     "Replication",
     "Retention",
     "SlotClaim",
@@ -43,6 +44,9 @@ class ClaimReply:
     server_now_ms: int = 0
     detail: str = ""
     replicas: int = -1  # replicas that acknowledged the claim (WAIT); -1: not asked
+    #: (slot ms, attempt) of each older run of the job that this claim recorded as ended
+    #: because its lease lapsed without a finish (``expired``, ``abandoned``).
+    ended: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,10 @@ class SlotClaim:
     overlap: str
     holder: str
     retention: Retention = NO_RETENTION
+    #: A re-check of a slot this runner was told runs elsewhere (``taken``, a handover):
+    #: it may take a lapsed lease over, but never starts the slot afresh; when the job's
+    #: state no longer names the slot (the store forgot it) the reply is ``gone``.
+    recheck: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,27 @@ class SyncReply:
 
     pending_triggers: frozenset[str]
     schedules_version: Optional[str]
+    #: The store's epoch: a token that changes when the store lost its state (an empty
+    #: restart); "" for a store that never forgets.
+    epoch: str = ""
+    #: Bumped by every pause, resume, pause-all and resume-all (None: none yet, or a
+    #: store that never forgets).
+    operations_version: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class OperationalState:
+    """What operators decided, as a runner last read it: restored if the store forgets it.
+
+    Attributes:
+        paused: the paused job keys.
+        pause_all: whether pause-all is in effect.
+        schedules: every dynamic schedule, id -> JSON spec.
+    """
+
+    paused: frozenset[str] = frozenset()
+    pause_all: bool = False
+    schedules: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,12 @@ SCRIPT_COMMANDS = [
     "lpush", "lpop", "zadd", "zrange", "zrangebyscore", "zrem", "xadd", "xtrim",
 ]  # fmt: skip
 # What a started runner's operations thread sends besides scripts: heartbeats, the job
-# registry, trigger and schedule checks, and the events channel (handovers, triggers).
-RUNNER_COMMANDS = ["ping", "hgetall", "hsetnx", "smembers", "srem", "publish", "subscribe"]
+# registry, trigger and schedule checks, and the events channel (handovers, triggers);
+# sadd and incr when it restores pauses after Redis lost them, or pauses a job registered
+# during pause-all.
+RUNNER_COMMANDS = [
+    "ping", "hgetall", "hsetnx", "smembers", "srem", "sadd", "incr", "publish", "subscribe",
+]  # fmt: skip
 PREFIX = "app"
 
 

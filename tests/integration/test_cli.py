@@ -18,7 +18,7 @@ from tests import procs
 
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment without any Redis URL or prefix, plus ``extra``."""
-    unset = ("REDIS_URL", "CRONLOCK_REDIS_URL", "CRONLOCK_PREFIX")
+    unset = ("REDIS_URL", "CRONLOCK_REDIS_URL", "CRONLOCK_STORE_URL", "CRONLOCK_PREFIX")
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(extra)
     return env

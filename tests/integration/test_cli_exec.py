@@ -32,7 +32,11 @@ time.sleep(60)
 
 
 def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CRONLOCK_REDIS_URL")}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("REDIS_URL", "CRONLOCK_REDIS_URL", "CRONLOCK_STORE_URL")
+    }
 
 
 def exec_args(url: str, key: str, *options: str) -> list[str]:

@@ -157,6 +157,7 @@ def test_exposition_text_lists_every_metric(client: redis.Redis) -> None:
         "app_run_duration_seconds_bucket",
         "app_start_delay_seconds_bucket",
         "app_claims_total",
+        "app_abandoned_total",
         "app_running",
         "app_last_success_timestamp_seconds",
     ):

@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cronlock.cli import COMMANDS, build_parser, main
-from cronlock.cli._common import EXIT_CODES, CliError, redis_url, render_table, resolve_prefix
+from cronlock.cli._common import EXIT_CODES, CliError, render_table, resolve_prefix
+from cronlock.cli._connect import store_url
 from cronlock.cli._exec_lock import child_status, command_of
 from cronlock.cli._locks import key_from_redis_key
 from cronlock.cli._next_times import fire_rows, format_offset, parse_after
@@ -18,11 +19,12 @@ ATHENS = ZoneInfo("Europe/Athens")
 
 
 def test_global_options_work_before_and_after_the_command() -> None:
-    """``--json``/``--prefix``/``--redis-url`` are accepted on either side of the command."""
-    before = build_parser().parse_args(["--json", "--prefix", "app", "--redis-url", "u", "doctor"])
-    after = build_parser().parse_args(["doctor", "--json", "--prefix", "app", "--redis-url", "u"])
+    """``--json``/``--prefix``/``--store-url``/``--redis-url`` work on either side."""
+    options = ["--json", "--prefix", "app", "--redis-url", "u", "--store-url", "s"]
+    before = build_parser().parse_args([*options, "doctor"])
+    after = build_parser().parse_args(["doctor", *options])
     for args in (before, after):
-        assert (args.json, args.prefix, args.redis_url) == (True, "app", "u")
+        assert (args.json, args.prefix, args.redis_url, args.store_url) == (True, "app", "u", "s")
 
 
 def test_global_defaults_survive_a_subcommand() -> None:
@@ -140,28 +142,121 @@ def test_epilog_documents_every_exit_code() -> None:
         assert meaning[:30] in text
 
 
-def test_redis_url_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--redis-url beats CRONLOCK_REDIS_URL, which beats REDIS_URL; none is exit 2."""
-    monkeypatch.setenv("REDIS_URL", "redis://b")
-    monkeypatch.setenv("CRONLOCK_REDIS_URL", "redis://a")
-    assert redis_url(argparse.Namespace(redis_url="redis://cli")) == "redis://cli"
-    assert redis_url(argparse.Namespace(redis_url=None)) == "redis://a"
-    monkeypatch.delenv("CRONLOCK_REDIS_URL")
-    assert redis_url(argparse.Namespace(redis_url=None)) == "redis://b"
-    monkeypatch.delenv("REDIS_URL")
+def _args(store: str | None = None, redis: str | None = None) -> argparse.Namespace:
+    return argparse.Namespace(store_url=store, redis_url=redis)
+
+
+@pytest.fixture
+def no_url_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("CRONLOCK_STORE_URL", "CRONLOCK_REDIS_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_store_url_precedence(no_url_env: pytest.MonkeyPatch) -> None:
+    """Flags beat CRONLOCK_STORE_URL / CRONLOCK_REDIS_URL, which beat REDIS_URL; none is 2."""
+    no_url_env.setenv("REDIS_URL", "redis://b")
+    no_url_env.setenv("CRONLOCK_REDIS_URL", "redis://a")
+    assert store_url(_args(redis="redis://cli")) == ("redis://cli", "--redis-url")
+    assert store_url(_args(store="redis://s")) == ("redis://s", "--store-url")
+    assert store_url(_args()) == ("redis://a", "CRONLOCK_REDIS_URL")
+    no_url_env.setenv("CRONLOCK_STORE_URL", "redis://a")  # the same URL twice is fine
+    assert store_url(_args()) == ("redis://a", "CRONLOCK_STORE_URL")
+    no_url_env.delenv("CRONLOCK_REDIS_URL")
+    no_url_env.delenv("CRONLOCK_STORE_URL")
+    assert store_url(_args()) == ("redis://b", "REDIS_URL")
+    no_url_env.delenv("REDIS_URL")
     with pytest.raises(CliError) as caught:
-        redis_url(argparse.Namespace(redis_url=None))
+        store_url(_args())
+    assert caught.value.code == 2
+
+
+def test_a_cronlock_setting_beats_an_applications_redis_url(no_url_env: pytest.MonkeyPatch) -> None:
+    """REDIS_URL is often the app's own: CRONLOCK_STORE_URL wins without a conflict."""
+    no_url_env.setenv("REDIS_URL", "redis://app-cache")
+    no_url_env.setenv("CRONLOCK_STORE_URL", "sqlite:///jobs.db")
+    assert store_url(_args()) == ("sqlite:///jobs.db", "CRONLOCK_STORE_URL")
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "names"),
+    [
+        ({}, _args("redis://a", "redis://u:secret@b"), ("--store-url", "--redis-url")),
+        (
+            {"CRONLOCK_STORE_URL": "redis://a", "CRONLOCK_REDIS_URL": "redis://u:secret@b"},
+            _args(),
+            ("CRONLOCK_STORE_URL", "CRONLOCK_REDIS_URL"),
+        ),
+    ],
+)
+def test_two_names_for_different_urls_is_a_usage_error(
+    no_url_env: pytest.MonkeyPatch,
+    env: dict[str, str],
+    args: argparse.Namespace,
+    names: tuple[str, str],
+) -> None:
+    """Both names of one setting, different URLs: exit 2 naming both, passwords masked."""
+    for name, value in env.items():
+        no_url_env.setenv(name, value)
+    with pytest.raises(CliError) as caught:
+        store_url(args)
+    assert caught.value.code == 2
+    message = str(caught.value)
+    assert all(name in message for name in names)
+    assert "'redis://a'" in message
+    assert "***@b" in message
+    assert "secret" not in message
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "hint"),
+    [
+        (_args(redis="sqlite:///x.db"), {}, "use --store-url"),
+        (_args(), {"CRONLOCK_REDIS_URL": "postgresql://h/d"}, "use CRONLOCK_STORE_URL"),
+    ],
+)
+def test_a_redis_name_takes_only_redis_urls(
+    no_url_env: pytest.MonkeyPatch, args: argparse.Namespace, env: dict[str, str], hint: str
+) -> None:
+    for name, value in env.items():
+        no_url_env.setenv(name, value)
+    with pytest.raises(CliError, match=f"takes a Redis URL.*{hint}") as caught:
+        store_url(args)
     assert caught.value.code == 2
 
 
 def test_main_without_url_returns_2(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    no_url_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``main(["doctor"])`` with no URL anywhere returns 2 and explains on stderr."""
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.delenv("CRONLOCK_REDIS_URL", raising=False)
     assert main(["doctor"]) == 2
-    assert "no Redis URL" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no store URL" in err
+    assert "CRONLOCK_STORE_URL" in err
+
+
+@pytest.mark.parametrize("command", [["exec", "--key", "k", "--ttl", "5", "--", "true"], ["locks"]])
+def test_lock_commands_refuse_a_store_that_is_not_redis(
+    no_url_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+) -> None:
+    """exec and locks say they need Redis (exit 2) for a URL of another store."""
+    url = "postgresql://u:secret@h/db"
+    assert main(["--store-url", url, *command]) == 2
+    err = capsys.readouterr().err
+    assert f"cronlock {command[0]} needs a Redis store" in err
+    assert "--store-url names 'postgresql://***@h/db'" in err
+
+
+def test_an_unknown_store_scheme_is_a_usage_error_naming_the_source(
+    no_url_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_url_env.setenv("CRONLOCK_STORE_URL", "mysql://u:secret@h/db")
+    assert main(["jobs"]) == 2
+    err = capsys.readouterr().err
+    assert "CRONLOCK_STORE_URL: a store URL must start with one of" in err
+    assert "mysql://***@h/db" in err
 
 
 def test_render_table_aligns_columns() -> None:
@@ -229,3 +324,11 @@ def test_fire_rows_note_only_where_the_offset_changes() -> None:
 def test_key_from_redis_key(redis_key: str, key: str | None) -> None:
     """Only ``PREFIX:lock:{KEY}`` names map back to a lock key."""
     assert key_from_redis_key(redis_key, "cronlock") == key
+
+
+def test_the_demo_refuses_a_store_that_is_not_redis(
+    no_url_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's replicas run on Redis: a SQLite URL exits 2 before anything starts."""
+    assert main(["--store-url", "sqlite:///x.db", "demo"]) == 2
+    assert "the demo runs on Redis; --store-url names 'sqlite:///x.db'" in capsys.readouterr().err

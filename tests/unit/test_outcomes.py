@@ -40,7 +40,7 @@ def _script(name: str) -> str:
 
 def _replies(name: str) -> set[str]:
     """The first word of every reply a script returns."""
-    return set(re.findall(r"return \{'(\w+)'", _script(name)))
+    return set(re.findall(r"return (?:with_ended\()?\{'(\w+)'", _script(name)))
 
 
 @pytest.mark.parametrize("enum", ENUMS, ids=lambda e: e.__name__)
@@ -89,15 +89,19 @@ def test_claim_and_trigger_replies_are_the_enums_words() -> None:
 def test_history_events_written_by_the_scripts_are_the_enums_words() -> None:
     """Every event a script appends is a HistoryEvent, and every HistoryEvent is appended."""
     claim, trigger, finish = _script("job_claim"), _script("job_trigger"), _script("job_finish")
-    written = set(re.findall(r"previous\('(\w+)'\)", claim))
+    written = set(re.findall(r"(?:previous|vanished)\('(\w+)'", claim))
     written |= set(re.findall(r"'event', '(\w+)'", claim + trigger))
     finish_table = re.search(r"local event = \(\{([^}]*)\}\)", finish)
     assert finish_table is not None
     written |= set(re.findall(r"= '(\w+)'", finish_table.group(1)))
-    assert written == {e.value for e in HistoryEvent}
+    # "restored" is written by the stores' restore (Python), not by a script
+    restore = (SCRIPTS.parent / "stores" / "redis" / "intent.py").read_text()
+    assert "HistoryEvent.RESTORED" in restore
+    assert written | {"restored"} == {e.value for e in HistoryEvent}
     assert {e for e in HistoryEvent if not e.ends_run} == {
         HistoryEvent.RUNNING,
         HistoryEvent.SKIPPED,
+        HistoryEvent.RESTORED,
     }
 
 

@@ -37,6 +37,7 @@ SCHEDULE = IntervalSchedule(60)
 #: A valid value of every option but `key`.
 GOOD: dict[str, Any] = {
     "ttl": 12.5,
+    "heartbeat": 2,
     "max_attempts": 5,
     "overlap": "allow",
     "catch_up": timedelta(seconds=7),
@@ -63,6 +64,8 @@ BAD: list[tuple[str, Any]] = [
     ("retry_backoff", -0.5),
     ("timeout", 0),
     ("timeout", "5"),
+    ("heartbeat", 0),
+    ("heartbeat", 60),  # more than half the default ttl (60 s)
 ]
 
 

@@ -92,19 +92,33 @@ def decode_claim(reply: Any) -> ClaimReply:
     rest = [int(x) if isinstance(x, int) else text(x) for x in reply[1:]]
     if status == WON:
         return ClaimReply(
-            status, attempt=int(rest[0]), fence=int(rest[1]), lease_until_ms=int(rest[2])
+            status,
+            attempt=int(rest[0]),
+            fence=int(rest[1]),
+            lease_until_ms=int(rest[2]),
+            ended=_pairs(rest[3:]),
         )
     if status == TAKEN:
         return ClaimReply(
             status, lease_until_ms=int(rest[0]), attempt=int(rest[1]), server_now_ms=int(rest[2])
         )
     if status == BUSY:
-        return ClaimReply(status, lease_until_ms=int(rest[0]), server_now_ms=int(rest[1]))
+        return ClaimReply(
+            status,
+            lease_until_ms=int(rest[0]),
+            server_now_ms=int(rest[1]),
+            ended=_pairs(rest[2:]),
+        )
     if status == EXHAUSTED:
         return ClaimReply(status, attempt=int(rest[0]))
     if status in (DONE, STALE, CORRUPT):
         return ClaimReply(status, detail=str(rest[0]) if rest else "")
     return ClaimReply(status)
+
+
+def _pairs(values: Sequence[Any]) -> tuple[tuple[int, int], ...]:
+    """``[slot, attempt, slot, attempt, ...]`` as pairs (the runs a claim recorded as ended)."""
+    return tuple((int(values[i]), int(values[i + 1])) for i in range(0, len(values) - 1, 2))
 
 
 Call = tuple[list[str], list[Any]]  # a claim's KEYS and ARGV

@@ -17,6 +17,8 @@ doctor`` prints the same list.
 | scripting   | ``SCRIPT LOAD`` and ``EVALSHA`` of a script that calls ``TIME`` then writes     |
 | keys        | a key under ``PREFIX:`` can be written and deleted (ACL key patterns, replicas) |
 
+On a ``RedisCluster`` every primary is checked (each line names its node), and each
+node's probe key hashes to a slot that node serves (`cronlock.stores.redis.slots`).
 What it does not check: Sentinel topology, replication lag, TLS settings, or whether
 other applications share the database.
 
@@ -31,15 +33,15 @@ Example:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
+from redis.cluster import RedisCluster
 from redis.exceptions import NoPermissionError, RedisError, ResponseError
 
-from cronlock._keys import tag
 from cronlock.clock import ClockLike, as_clock, monotonic
+from cronlock.stores.redis.slots import probe_key as node_probe_key
 
 __all__ = ["MIN_REDIS", "MIN_VALKEY", "Check", "check_server", "worst_status"]
 
@@ -78,11 +80,13 @@ class Check:
         name: Short identifier, e.g. ``"eviction"``.
         status: ``"pass"``, ``"warn"`` or ``"fail"``.
         detail: One line for a human: what was seen, and what to do when it is not a pass.
+        node: The Cluster node checked (``host:port``), None for a single server.
     """
 
     name: str
     status: str
     detail: str
+    node: Optional[str] = None
 
 
 def worst_status(checks: list[Check]) -> str:
@@ -345,10 +349,10 @@ def check_server(
     """Check that the server behind ``client`` can keep cronlock's guarantees.
 
     Args:
-        client: A ``redis.Redis`` (``decode_responses`` on or off). For a
-            ``RedisCluster``, pass ``cluster.get_redis_connection(node)`` per node.
+        client: A ``redis.Redis`` (``decode_responses`` on or off), or a ``RedisCluster``:
+            then each primary is checked in turn, its checks carrying its ``node``.
         prefix: The key prefix the application uses; the ``keys`` check writes and deletes
-            one key under it (``PREFIX:doctor:{RANDOM}``, 10 s TTL).
+            one key under it (``PREFIX:doctor:{RANDOM}``, 10 s TTL, on the node's slots).
         clock_tolerance: Seconds this machine's clock may differ from the server's
             ``TIME`` before the ``clock`` check warns.
         clock: The clock to compare (default: the system clock).
@@ -357,6 +361,18 @@ def check_server(
         One [`Check`][cronlock.doctor.Check] per topic, in a fixed order. If the server cannot be
         reached, only the ``reachable`` check (a ``fail``) is returned.
     """
+    if isinstance(client, RedisCluster):
+        cluster: Any = client
+        return [
+            replace(check, node=node.name)
+            for node in cluster.get_primaries()
+            for check in check_server(
+                cluster.get_redis_connection(node),
+                prefix=prefix,
+                clock_tolerance=clock_tolerance,
+                clock=clock,
+            )
+        ]
     wall = as_clock(clock)
     started = monotonic()
     try:
@@ -365,7 +381,7 @@ def check_server(
         return [Check("reachable", "fail", f"PING failed: {type(error).__name__}: {error}")]
     elapsed = (monotonic() - started) * 1000
     probe = _Probe(client)
-    probe_key = f"{prefix}:doctor:{tag(uuid.uuid4().hex)}"
+    probe_key = node_probe_key(client, prefix)
     checks = [Check("reachable", "pass", f"PING answered in {elapsed:.1f} ms")]
     checks.append(_guard("version", lambda: _check_version(probe)))
     checks.append(_guard("eviction", lambda: _check_eviction(probe)))

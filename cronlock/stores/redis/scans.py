@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, Optional
+
+from redis.cluster import RedisCluster
 
 from cronlock._keys import ANY_RUNNER_PATTERN, split_runner_key
 from cronlock._scripts import text
@@ -48,10 +51,10 @@ def prefixes_with_runners(client: Any) -> dict[str, int]:
     so another application's ``x:runner:y`` keys are not taken for runners.
     """
     candidates: list[tuple[str, str, str]] = []
-    cursor: Any = 0
     examined = 0
-    while examined < PREFIX_SCAN_KEYS and len(candidates) < PREFIX_SCAN_CANDIDATES:
-        cursor, batch = client.scan(cursor, match=ANY_RUNNER_PATTERN, count=1000)
+    for batch in _pages(client, ANY_RUNNER_PATTERN, 1000):
+        if examined >= PREFIX_SCAN_KEYS or len(candidates) >= PREFIX_SCAN_CANDIDATES:
+            break
         examined += 1000
         for raw in batch:
             try:
@@ -61,8 +64,6 @@ def prefixes_with_runners(client: Any) -> dict[str, int]:
             parts = split_runner_key(key)
             if parts is not None:
                 candidates.append((key, *parts))
-        if int(cursor) == 0:
-            break
     candidates = candidates[:PREFIX_SCAN_CANDIDATES]
     if not candidates:
         return {}
@@ -78,3 +79,25 @@ def prefixes_with_runners(client: Any) -> dict[str, int]:
         if isinstance(heartbeat, dict) and str(heartbeat.get("id")) == runner_id:
             found[prefix] = found.get(prefix, 0) + 1
     return dict(sorted(found.items()))
+
+
+def _pages(client: Any, match: str, count: int) -> Iterator[list[Any]]:
+    """SCAN replies, one page at a time: of the server, or of each Cluster primary in turn
+    (``RedisCluster.scan`` answers a cursor per node)."""
+    cluster: Any = client
+    if isinstance(client, RedisCluster):
+        for node in cluster.get_primaries():
+            cursor: Any = 0
+            while True:
+                cursors, batch = cluster.scan(cursor, match=match, count=count, target_nodes=node)
+                yield batch
+                cursor = cursors[node.name]
+                if int(cursor) == 0:
+                    break
+        return
+    cursor = 0
+    while True:
+        cursor, batch = client.scan(cursor, match=match, count=count)
+        yield batch
+        if int(cursor) == 0:
+            return

@@ -33,7 +33,7 @@ from cronlock._validate import check_client, check_prefix
 from cronlock.errors import ConfigurationError
 from cronlock.stores.base import Subscription
 from cronlock.stores.redis import claims as _claims
-from cronlock.stores.redis import scans
+from cronlock.stores.redis import intent, scans
 from cronlock.stores.redis.events import PubSub
 from cronlock.stores.redis.history import parse_entry
 from cronlock.stores.types import (
@@ -42,6 +42,7 @@ from cronlock.stores.types import (
     Heartbeat,
     HistoryEntry,
     JobState,
+    OperationalState,
     Replication,
     Retention,
     SlotClaim,
@@ -101,11 +102,14 @@ class RedisStore:
         ]
         kept = claim.retention
         if not kept.max_entries:
+            if claim.recheck:
+                return [state], [*args, 0, 0, 1]
             return [state], args
         return [state, history_key(self.prefix, claim.key)], [
             *args,
             kept.max_entries,
             kept.max_age_ms,
+            *((1,) if claim.recheck else ()),
         ]
 
     def claim_slots(
@@ -174,6 +178,7 @@ class RedisStore:
         pipe = self.client.pipeline(transaction=False)
         pipe.smembers(pending_triggers_key(self.prefix))
         pipe.get(schedules_version_key(self.prefix))
+        intent.queue_epoch(pipe, self.prefix)
         if heartbeat is not None:
             key = runner_key(self.prefix, heartbeat.runner_id)
             pipe.set(key, heartbeat.value, ex=heartbeat.ttl_s)
@@ -181,6 +186,18 @@ class RedisStore:
         return SyncReply(
             pending_triggers=frozenset(text(k) for k in replies[0]),
             schedules_version=None if replies[1] is None else text(replies[1]),
+            epoch=text(replies[3]),
+            operations_version=None if replies[4] is None else text(replies[4]),
+        )
+
+    def operational_state(self) -> OperationalState:
+        return intent.operational_state(self.client, self.prefix)
+
+    def restore(
+        self, epoch: str, state: OperationalState, holder: str, retention: Retention
+    ) -> Optional[list[str]]:
+        return intent.restore(
+            self.client, self.prefix, epoch, state, holder=holder, retention=retention
         )
 
     def clear_triggers(self, keys: Sequence[str]) -> None:
@@ -211,6 +228,7 @@ class RedisStore:
             pipe = self.client.pipeline(transaction=False)
             for key in new:
                 pipe.hset(job_key(self.prefix, key), "paused", "1")
+            intent.paused_changes(pipe, self.prefix, paused=new, resumed=())
             pipe.execute()
         return new
 
@@ -276,19 +294,27 @@ class RedisStore:
         pipe.delete(job_key(self.prefix, key))
         pipe.delete(history_key(self.prefix, key))
         pipe.delete(trigger_key(self.prefix, key))
-        return any(pipe.execute())
+        intent.paused_changes(pipe, self.prefix, paused=(), resumed=(key,))
+        return any(pipe.execute()[:4])
 
     def pause(self, key: str) -> None:
-        self.client.hset(job_key(self.prefix, key), "paused", "1")
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(job_key(self.prefix, key), "paused", "1")
+        intent.paused_changes(pipe, self.prefix, paused=(key,), resumed=())
+        pipe.execute()
 
     def resume(self, key: str) -> None:
-        self.client.hdel(job_key(self.prefix, key), "paused")
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(job_key(self.prefix, key), "paused")
+        intent.paused_changes(pipe, self.prefix, paused=(), resumed=(key,))
+        pipe.execute()
 
     def pause_all(self, keys: Sequence[str]) -> None:
         pipe = self.client.pipeline(transaction=False)
         pipe.set(pause_all_key(self.prefix), "1")
         for key in keys:
             pipe.hset(job_key(self.prefix, key), "paused", "1")
+        intent.paused_changes(pipe, self.prefix, paused=keys, resumed=())
         pipe.execute()
 
     def resume_all(self, keys: Sequence[str]) -> None:
@@ -296,6 +322,7 @@ class RedisStore:
         pipe.delete(pause_all_key(self.prefix))
         for key in keys:
             pipe.hdel(job_key(self.prefix, key), "paused")
+        intent.paused_changes(pipe, self.prefix, paused=(), resumed=keys)
         pipe.execute()
 
     def queue_trigger(self, key: str, request: str, max_pending: int) -> None:
@@ -303,22 +330,29 @@ class RedisStore:
         pipe.rpush(trigger_key(self.prefix, key), request)
         pipe.ltrim(trigger_key(self.prefix, key), -max_pending, -1)
         pipe.sadd(pending_triggers_key(self.prefix), key)
-        pipe.publish(self._events, json.dumps({"type": "trigger", "key": key}))
-        pipe.execute()
+        self._announcing(pipe, {"type": "trigger", "key": key})
 
     def put_schedule(self, schedule_id: str, spec: str) -> None:
         pipe = self.client.pipeline(transaction=False)
         pipe.hset(schedules_key(self.prefix), schedule_id, spec)
         pipe.incr(schedules_version_key(self.prefix))
-        pipe.publish(self._events, json.dumps({"type": "schedules"}))
-        pipe.execute()
+        self._announcing(pipe, {"type": "schedules"})
 
     def remove_schedule(self, schedule_id: str) -> bool:
         pipe = self.client.pipeline(transaction=False)
         pipe.hdel(schedules_key(self.prefix), schedule_id)
         pipe.incr(schedules_version_key(self.prefix))
-        pipe.publish(self._events, json.dumps({"type": "schedules"}))
-        return bool(pipe.execute()[0])
+        return bool(self._announcing(pipe, {"type": "schedules"})[0])
+
+    def _announcing(self, pipe: Any, event: Mapping[str, Any]) -> list[Any]:
+        """Run ``pipe`` with ``event`` published after its commands: in the same round
+        trip, or on a Cluster (whose pipelines refuse PUBLISH) in one more."""
+        if isinstance(self.client, RedisCluster):
+            replies: list[Any] = pipe.execute()
+            self.publish(event)
+            return replies
+        pipe.publish(self._events, json.dumps(dict(event)))
+        return list(pipe.execute()[:-1])
 
     def __repr__(self) -> str:
         return f"RedisStore(prefix={self.prefix!r})"

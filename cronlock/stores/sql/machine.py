@@ -30,6 +30,10 @@ State = dict[str, str]
 Event = dict[str, str]
 
 _LEASE_END = re.compile(r":(\d+)$")
+# An "r:<owner>" field: "slot:attempt:fence:holder:lease_until" (overlap "allow") or
+# "slot:lease_until" (a triggered run).
+_ALLOWED_RUN = re.compile(r"^(\d+):(\d+):(\d+):(.*):\d+$", re.DOTALL)
+_TRIGGERED_RUN = re.compile(r"^(\d+):")
 _REQUEST = re.compile(r"^([^|]*)\|([^|]*)\|([^|]*)\|(.*)$", re.DOTALL)
 _FINISH_EVENTS = {"done": "succeeded", "failed": "failed", "handover": "cancelled"}
 
@@ -78,13 +82,15 @@ def claim(state: State, now: int, c: SlotClaim, step: Step) -> ClaimReply:
     if raw_slot is not None and cur is None:
         return ClaimReply(ClaimStatus.CORRUPT, detail="slot")
     decision = _Claim(state, now, c, step)
-    if cur is None:
-        return decision.start(1)
-    if c.slot_ms < cur:
+    if cur is not None and c.slot_ms < cur:
         return ClaimReply(ClaimStatus.STALE, detail=str(cur))
-    if c.slot_ms == cur:
+    if cur is not None and c.slot_ms == cur:
         return decision.same_slot()
-    return decision.newer_slot()
+    if c.recheck:
+        # told this slot was running, yet the state is gone or names an older one: the
+        # store forgot it, and a re-check never starts a slot afresh
+        return ClaimReply(ClaimStatus.GONE)
+    return decision.start(1) if cur is None else decision.newer_slot()
 
 
 class _Claim:
@@ -98,6 +104,40 @@ class _Claim:
         self.lease = _number(state.get("lease")) or 0
         self.fence = _number(state.get("fence")) or 0
         self.history = c.retention.max_entries > 0
+        self.ended: list[tuple[int, int]] = []  # older runs recorded as ended (slot, attempt)
+
+    def vanished(self, event: str, run: tuple[str, ...], kind: str) -> None:
+        """An older run (slot, attempt, fence, holder) whose lease lapsed unfinished: a
+        failure, a history entry, and a pair in the reply."""
+        state, (slot, attempt, fence, holder) = self.state, run
+        state.update(last_failed=slot, failed_at=str(self.now), last_error=event)
+        state["failures"] = str((_number(state.get("failures")) or 0) + 1)
+        if self.history:
+            self.step.events.append(
+                {"event": event, "slot": slot, "attempt": attempt, "fence": fence}
+                | {"holder": holder, "kind": kind}
+            )
+        self.ended.append((int(slot), int(attempt)))
+
+    def sweep(self) -> int:
+        """Record as ended the runs under ``r:<owner>`` fields whose lease lapsed; the
+        latest lease end of the live ones (0 if none)."""
+        state, now, latest = self.state, self.now, 0
+        for name in [f for f in state if f.startswith("r:")]:
+            value = state[name]
+            match = _LEASE_END.search(value)
+            until = int(match.group(1)) if match else None
+            if until is None or until <= now:
+                del state[name]
+                allowed = _ALLOWED_RUN.match(value)
+                triggered = _TRIGGERED_RUN.match(value)
+                if allowed:
+                    self.vanished("abandoned", allowed.groups(), "scheduled")
+                elif until is not None and triggered:
+                    self.vanished("abandoned", (triggered.group(1), "1", "0", ""), "manual")
+            elif until > latest:
+                latest = until
+        return latest
 
     def previous(self, event: str) -> None:
         """An entry about the run the state held before this claim."""
@@ -139,7 +179,13 @@ class _Claim:
                     "kind": "scheduled",
                 }
             )
-        return ClaimReply(ClaimStatus.WON, attempt=n, fence=fence, lease_until_ms=until)
+        return ClaimReply(
+            ClaimStatus.WON,
+            attempt=n,
+            fence=fence,
+            lease_until_ms=until,
+            ended=tuple(self.ended),
+        )
 
     def same_slot(self) -> ClaimReply:
         state, now, c = self.state, self.now, self.c
@@ -175,22 +221,32 @@ class _Claim:
         return self.start(self.attempt + 1)
 
     def newer_slot(self) -> ClaimReply:
-        """Forget lapsed older runs; under "skip" a live one makes the new slot wait."""
+        """Record lapsed older runs as ended; under "skip" a live one makes the new slot
+        wait."""
         state, now, overlap = self.state, self.now, self.c.overlap
-        other_until = _other_runs(state, now, forget_lapsed=True)
+        other_until = self.sweep()
         running = self.status == "running"
         if running and self.lease > now:
             if overlap == "skip":
-                return ClaimReply(ClaimStatus.BUSY, lease_until_ms=self.lease, server_now_ms=now)
+                return self.busy(self.lease)
             if overlap == "allow":
-                state["r:" + state.get("owner", "")] = f"{self.raw_slot}:{state.get('lease', '')}"
+                state["r:" + state.get("owner", "")] = (
+                    f"{self.raw_slot}:{self.attempt}:{self.fence}:{state.get('holder', '')}:"
+                    f"{state.get('lease', '')}"
+                )
             else:
                 self.previous("replaced")
         elif overlap == "skip" and other_until > now:
-            return ClaimReply(ClaimStatus.BUSY, lease_until_ms=other_until, server_now_ms=now)
+            return self.busy(other_until)
         elif running:
-            self.previous("expired")
+            run = (self.raw_slot or "", str(self.attempt), str(self.fence))
+            self.vanished("expired", (*run, state.get("holder", "")), "scheduled")
         return self.start(1)
+
+    def busy(self, until: int) -> ClaimReply:
+        return ClaimReply(
+            ClaimStatus.BUSY, lease_until_ms=until, server_now_ms=self.now, ended=tuple(self.ended)
+        )
 
 
 def renew(state: State, now: int, slot_ms: int, owner: str, lease_ms: int) -> Optional[int]:
@@ -201,7 +257,8 @@ def renew(state: State, now: int, slot_ms: int, owner: str, lease_ms: int) -> Op
         return until
     name = "r:" + owner
     if state.get(name, "").startswith(f"{slot_ms}:"):
-        state[name] = f"{slot_ms}:{until}"
+        # keep what the field records of the run; only its lease ends later
+        state[name] = _LEASE_END.sub(f":{until}", state[name])
         return until
     return None
 

@@ -1,0 +1,111 @@
+"""The CLI on a SQLite store (``--store-url sqlite:///...``): the same commands, the same
+answers as on Redis, and a clear refusal for what only Redis has (locks)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cronlock import Admin, CronRunner, FakeClock
+from cronlock.stores import SqliteStore, from_url
+from tests.integration.test_cli import cli_env, cronlock
+
+PREFIX = "lite"
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A SQLite file where a runner registered two jobs and ran one slot of "report"."""
+    path = tmp_path / "jobs.db"
+    runner = CronRunner(SqliteStore(path, PREFIX), prefix=PREFIX, clock=FakeClock(T0))
+    runner.interval(seconds=10, key="report")(lambda: None)
+    runner.cron("0 3 * * *", key="nightly")(lambda: None)
+    runner.task("export")(lambda: None)
+    runner.sync()
+    runner.run_pending()
+    return path
+
+
+def lite(db: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return cronlock(
+        "--prefix", PREFIX, *args, env=cli_env(CRONLOCK_STORE_URL=f"sqlite:///{db}", **env)
+    )
+
+
+def as_json(out: subprocess.CompletedProcess[str], code: int = 0) -> Any:
+    assert out.returncode == code, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_jobs_and_history_read_the_sqlite_file(db: Path) -> None:
+    """jobs and history show what the runner wrote, as on Redis."""
+    jobs = {j["key"]: j for j in as_json(lite(db, "jobs", "--json"))}
+    assert sorted(jobs) == ["nightly", "report"]
+    assert jobs["report"]["status"] == "done"
+    events = [e["event"] for e in as_json(lite(db, "history", "report", "--json"))]
+    assert events == ["succeeded", "running"]
+
+
+def test_pause_resume_and_trigger_write_the_sqlite_file(db: Path) -> None:
+    """pause and trigger through the CLI are what Admin on the same file reads."""
+    assert lite(db, "pause", "nightly").returncode == 0
+    assert as_json(lite(db, "trigger", "report", "--json"))["key"] == "report"
+    admin = Admin(SqliteStore(db, PREFIX))
+    assert admin.job("nightly").paused
+    assert admin.job("report").pending_triggers == 1
+    assert lite(db, "resume", "nightly").returncode == 0
+    assert not admin.job("nightly").paused
+
+
+def test_status_and_schedules(db: Path) -> None:
+    """status counts the jobs (exit 1: no live runner); schedules add and list."""
+    status = as_json(lite(db, "status", "--json"), code=1)
+    assert (status["jobs"], status["runners"]) == (2, 0)
+    added = as_json(
+        lite(db, "schedule", "add", "export", "--interval", "60", "--id", "e1", "--json")
+    )
+    assert added["id"] == "e1"
+    assert [s.id for s in Admin(SqliteStore(db, PREFIX)).list_schedules()] == ["e1"]
+
+
+def test_doctor_checks_what_every_store_has(db: Path) -> None:
+    """On SQLite doctor checks that the store answers and its clock, and says the Redis
+    server checks do not apply (exit 0, no failure)."""
+    out = as_json(lite(db, "doctor", "--json"))
+    names = {c["name"]: c for c in out["checks"]}
+    assert list(names) == ["reachable", "clock", "store"]
+    assert {c["status"] for c in out["checks"]} == {"pass"}
+    assert "do not apply" in names["store"]["detail"]
+
+
+@pytest.mark.parametrize("command", [["locks"], ["exec", "--key", "k", "--ttl", "5", "--", "true"]])
+def test_lock_commands_say_they_need_redis(db: Path, command: list[str]) -> None:
+    """exec and locks exit 2 naming the SQLite URL, instead of a traceback."""
+    out = lite(db, *command)
+    assert out.returncode == 2
+    assert "needs a Redis store" in out.stderr
+    assert f"CRONLOCK_STORE_URL names 'sqlite:///{db}'" in out.stderr
+
+
+def test_from_url_reads_relative_and_absolute_sqlite_urls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlite:///rel.db is under the working directory, sqlite:////abs.db absolute; the
+    query's busy_timeout reaches the store; both files are real, shared stores."""
+    monkeypatch.chdir(tmp_path)
+    relative = from_url("sqlite:///rel.db?busy_timeout=2", prefix="p")
+    assert isinstance(relative, SqliteStore)
+    assert relative.path == "rel.db"
+    relative.pause("k")
+    assert (tmp_path / "rel.db").is_file()
+    assert SqliteStore(tmp_path / "rel.db", "p").job_states(["k"])[0].fields["paused"] == "1"
+    absolute = from_url(f"sqlite:///{tmp_path}/abs.db", prefix="p")
+    assert isinstance(absolute, SqliteStore)
+    assert absolute.path == f"{tmp_path}/abs.db"
+    absolute.ping()
+    assert (tmp_path / "abs.db").is_file()
