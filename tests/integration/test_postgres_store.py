@@ -8,6 +8,7 @@ with a schema of its own where it creates one.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -89,8 +90,8 @@ def test_many_processes_creating_the_schema_at_once_all_succeed(
         procs.spawn(
             [sys.executable, "-c", CREATOR, *args, f"owner{i}"],
             cwd=ROOT,
-            stdout=procs.subprocess.PIPE,
-            stderr=procs.subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
         )
         for i in range(6)
