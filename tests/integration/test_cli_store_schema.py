@@ -1,13 +1,19 @@
-"""``cronlock store init`` and ``cronlock store check`` on a real SQLite file and Redis."""
+"""``cronlock store init`` and ``cronlock store check`` on a real SQLite file, the
+session's private PostgreSQL and Redis."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from cronlock.stores import SqliteStore
+import pytest
+
+from cronlock.stores import SqliteStore, SqlStore, from_url
 from cronlock.stores.sql.schema import SCHEMA_VERSION
 from cronlock.testing import RedisServer
 from tests.integration.test_cli import cronlock
@@ -103,3 +109,54 @@ def test_a_file_that_cannot_be_created_is_a_usage_error(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert f"{tmp_path}/no-such-dir" in out.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Iterator[str]:
+    """A URL of the private PostgreSQL naming a schema of this test's own (not created),
+    dropped afterwards."""
+    schema = "t_" + uuid.uuid4().hex[:12]
+    yield f"{pg_server.dsn}?schema={schema}"
+    with pg_server.connect(autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_postgresql_init_creates_the_tables_once(pg_url: str) -> None:
+    """On PostgreSQL init creates the schema's tables and names the schema; a second init
+    finds them; a store refusing to create tables can then use them."""
+    schema = pg_url.rpartition("schema=")[2]
+    first = store(pg_url, "init")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("postgresql: created cronlock's tables in PostgreSQL")
+    assert f"schema {schema!r}: schema version {SCHEMA_VERSION}" in first.stdout
+    again = store(pg_url, "init")
+    assert again.returncode == 0, again.stderr
+    assert "already in" in again.stdout
+    made = from_url(pg_url, prefix="p", create_schema=False)
+    assert isinstance(made, SqlStore)
+    try:
+        assert made.schedules() == {}
+    finally:
+        made.close()
+
+
+def test_postgresql_check_creates_nothing_then_passes_once_the_tables_exist(
+    pg_url: str, pg_server: Any
+) -> None:
+    """check on a schema that is not there exits 1 and does not create it; once a store
+    has made the tables it exits 0."""
+    schema = pg_url.rpartition("schema=")[2]
+    absent = store(pg_url, "check")
+    assert absent.returncode == 1
+    assert "no cronlock tables (none in PostgreSQL" in absent.stdout
+    with pg_server.connect() as conn:
+        found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [schema])
+        assert found.fetchone() is None
+    made = from_url(pg_url, prefix="p")
+    assert isinstance(made, SqlStore)
+    try:
+        made.ensure_schema()
+    finally:
+        made.close()
+    present = store(pg_url, "check")
+    assert present.returncode == 0, present.stdout + present.stderr

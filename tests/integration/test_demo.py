@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +132,24 @@ def test_the_replicas_stop_when_the_demo_is_killed(tmp_path: Path) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         procs.end(proc)
+
+
+def test_demo_on_postgresql(pg_server: Any) -> None:
+    """--store postgres on the URL of $CRONLOCK_STORE_URL: the kill and the takeover as on
+    Redis, exit 0; the run's rows stay for a look afterwards."""
+    env = demo_env(CRONLOCK_STORE_URL=pg_server.dsn)
+    result = demo("--store", "postgres", "--duration", "22", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    shown = pg_server.dsn.replace("//postgres@", "//***@")  # the user masked, as a password
+    assert f"using {shown} (rows under prefix 'cronlock-demo')" in out
+    assert "started a private server" not in out
+    assert re.search(r"long .* 2 +took the slot over", out), out
+    assert "duplicates: 0" in out
+    assert "result:     OK" in out
+    with pg_server.connect() as conn:
+        rows = conn.execute(
+            "SELECT count(*) FROM cronlock.history WHERE prefix = 'cronlock-demo' AND key = 'long'"
+        ).fetchone()
+    assert rows is not None
+    assert rows[0] > 0
