@@ -24,7 +24,8 @@ Redis runs on the same host in these tests, so its ``TIME`` and ``time.time()`` 
 the same clock (an ``--offset`` skews only the runner's clock, never the records).
 Topology: a URL (``redis://``, ``rediss://``, a proxy's URL), ``--sentinel
 host:port,host:port --service NAME``, or ``--cluster`` (the URL is one node). A
-``postgresql://`` URL runs the replica on a `PostgresStore` instead (its calls wait at
+``postgresql://`` URL runs the replica on a `PostgresStore` and a ``sqlite:///`` URL on a
+`SqliteStore` instead (its calls wait at
 most ``--store-timeout`` seconds); PostgreSQL's ``clock_timestamp()`` is this host's
 clock too.
 """
@@ -147,6 +148,10 @@ def make_client(args: argparse.Namespace) -> Any:
         from cronlock.stores.postgres import PostgresStore
 
         return PostgresStore(args.url, args.prefix, timeout=args.store_timeout)
+    if args.url.startswith("sqlite:"):
+        from cronlock.stores import from_url
+
+        return from_url(args.url, prefix=args.prefix, busy_timeout=args.store_timeout)
     timeouts: dict[str, Any] = {
         "socket_timeout": args.socket_timeout,
         "socket_connect_timeout": 1.0,

@@ -1,16 +1,16 @@
-"""The store-level fault scenarios on PostgreSQL: replica processes on a `PostgresStore`.
+"""The store-level fault scenarios on the SQL stores: replica processes on PostgreSQL and SQLite.
 
-The same replica processes (``tests/replica.py``, given a ``postgresql://`` URL) and
-the same checker as on Redis, on a private server per scenario: kill -9 of the
-running owner, SIGSTOP of the owner past its lease, PostgreSQL killed and started
-again, PostgreSQL frozen, and the owner's network cut (a `TcpProxy` in front of
-PostgreSQL). Unlike a private Redis, PostgreSQL keeps its data over a kill: a
+The same replica processes (``tests/replica.py``, given a ``postgresql://`` or
+``sqlite:///`` URL) and the same checker as on Redis. On both stores: kill -9 of the
+running owner and SIGSTOP of the owner past its lease (``sql_url``: a private
+PostgreSQL per scenario, or a new SQLite file). On PostgreSQL also: the server killed
+and started again, the server frozen, and the owner's network cut (a `TcpProxy` in
+front of it). Unlike a private Redis, PostgreSQL keeps its data over a kill: a
 restart is an outage, not a reset, so fencing tokens keep increasing across it.
 """
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
+from cronlock.stores import from_url
 from cronlock.testing import TcpProxy
 from tests.faults.checker import Fault, JobSpec, Report, check
 from tests.history import History, Replicas, kill, wait_for_record
@@ -41,22 +42,35 @@ def start_of(record_dir: Path, job: str, after: float, alive: set[int]) -> dict[
     )
 
 
-def fence_of(pg: Any, job: str) -> int:
-    """The fencing token PostgreSQL holds for ``job`` (from its state row)."""
-    with pg.connect() as conn:
-        row = conn.execute(
-            "SELECT state FROM cronlock.jobs WHERE prefix = 'replica-test' AND key = %s", [job]
-        ).fetchone()
-    return int(json.loads(row[0]).get("fence", 0)) if row else 0
+def fence_of(url: str, job: str) -> int:
+    """The fencing token the store at ``url`` holds for ``job`` (from its state row)."""
+    store = from_url(url, prefix="replica-test")
+    try:
+        [state] = store.job_states([job])
+    finally:
+        getattr(store, "close", lambda: None)()
+    return int(state.fields.get("fence", 0))
 
 
-def test_pg_kill_9_of_the_running_owner_is_taken_over(
-    pg: Any, record_dir: Path, record_report: Record
+@pytest.fixture(params=["postgres", "sqlite"])
+def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A private PostgreSQL's DSN, or a new SQLite file's URL."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg").dsn)
+    return f"sqlite:///{tmp_path / 'jobs.db'}"
+
+
+def label(url: str) -> str:
+    return "sqlite" if url.startswith("sqlite:") else "pg"
+
+
+def test_sql_kill_9_of_the_running_owner_is_taken_over(
+    sql_url: str, record_dir: Path, record_report: Record
 ) -> None:
     """kill -9 of the slot's owner, 3 times: each slot is taken over as the next attempt
     within ttl + ttl/3 + margin, never overlaps, finishes once."""
     jobs = ["victim:5:2:1.2", "short:1:0.1:2"]
-    replicas = Replicas(pg.dsn, record_dir, jobs)
+    replicas = Replicas(sql_url, record_dir, jobs)
     faults: list[Fault] = []
     try:
         replicas.start_many(3)
@@ -75,7 +89,9 @@ def test_pg_kill_9_of_the_running_owner_is_taken_over(
         replicas.stop_all()
     history = History.read(record_dir)
     report = record_report(
-        check("P2 pg kill -9 owner x3", history, specs(jobs), (t0, t1), tuple(faults))
+        check(
+            f"P2 {label(sql_url)} kill -9 owner x3", history, specs(jobs), (t0, t1), tuple(faults)
+        )
     )
     report.assert_guarantees()
     assert len(report.takeover_delays) + report.explained["exhausted"] == 3, report.notes
@@ -89,13 +105,13 @@ def test_pg_kill_9_of_the_running_owner_is_taken_over(
     assert {slot for _, slot in killed} <= retried, "each killed slot ran again as attempt 2+"
 
 
-def test_pg_sigstop_owner_past_its_lease_wakes_cancelled(
-    pg: Any, record_dir: Path, record_report: Record
+def test_sql_sigstop_owner_past_its_lease_wakes_cancelled(
+    sql_url: str, record_dir: Path, record_report: Record
 ) -> None:
     """SIGSTOP of the owner for 2.5 s (lease 1.2 s), then SIGCONT, twice: a successor takes
     over, the woken owner's run is cancelled, its finish refused, its fence stale."""
     jobs = ["frozen:8:4:1.2"]
-    replicas = Replicas(pg.dsn, record_dir, jobs)
+    replicas = Replicas(sql_url, record_dir, jobs)
     faults: list[Fault] = []
     stale: list[tuple[int, int, int]] = []
     try:
@@ -119,7 +135,7 @@ def test_pg_sigstop_owner_past_its_lease_wakes_cancelled(
                 timeout=10,
             )
             assert end["outcome"] == "cancelled"
-            stale.append((int(run["slot"]), int(run["fence"]), fence_of(pg, "frozen")))
+            stale.append((int(run["slot"]), int(run["fence"]), fence_of(sql_url, "frozen")))
             last = time.time()
         time.sleep(4.5)
         t1 = time.time() - 5
@@ -127,7 +143,13 @@ def test_pg_sigstop_owner_past_its_lease_wakes_cancelled(
         replicas.stop_all()
     history = History.read(record_dir)
     report = record_report(
-        check("P3 pg SIGSTOP owner 2.5s x2", history, specs(jobs), (t0, t1), tuple(faults))
+        check(
+            f"P3 {label(sql_url)} SIGSTOP owner 2.5s x2",
+            history,
+            specs(jobs),
+            (t0, t1),
+            tuple(faults),
+        )
     )
     report.assert_guarantees()
     assert len(report.takeover_delays) == 2
@@ -151,7 +173,7 @@ def test_pg_killed_and_restarted_keeps_its_state(
         replicas.start(offset=0.4)
         t0 = time.time() + 1
         time.sleep(4)
-        fence_before = fence_of(pg, "hb")
+        fence_before = fence_of(pg.dsn, "hb")
         pg.kill()
         down = time.time()
         time.sleep(3)
