@@ -8,14 +8,12 @@ docs/stores.md for what an outage or a failover does.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Union
 
 import psycopg_pool
 
 from cronlock._validate import check_prefix
 from cronlock.stores.postgres.backend import PostgresBackend
-from cronlock.stores.sql.schema import SchemaError
 from cronlock.stores.sql.store import SqlStore
 
 __all__ = ["PostgresStore"]
@@ -66,22 +64,6 @@ class PostgresStore(SqlStore):
         super().__init__(backend, prefix, create_schema=create_schema)
         self.pg = backend
         self.schema = backend.schema
-        self._refuse_absent = not create_schema
-        self._checked_pid = 0
-
-    def ensure_schema(self) -> None:
-        """As `SqlStore.ensure_schema`; with ``create_schema=False``, tables that are
-        absent are refused with a `SchemaError` (not retried as an outage)."""
-        if self._refuse_absent and self._checked_pid != os.getpid():
-            with self.pg.transaction() as cur:
-                if not self.pg.tables_exist(cur):
-                    raise SchemaError(
-                        f"cronlock's tables are absent from {self.pg.location()} and "
-                        "create_schema=False: create them first (a PostgresStore with "
-                        "create_schema=True does, once)"
-                    )
-            self._checked_pid = os.getpid()
-        super().ensure_schema()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.pg.location()}, prefix={self.prefix!r})"
