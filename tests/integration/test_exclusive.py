@@ -15,16 +15,16 @@ from cronlock import ConfigurationError, LockLost, LockNotAcquired, exclusive, r
 from cronlock._keys import LockKeys
 
 KEYS = LockKeys.of("cronlock", "nightly")
-# The module that keeps the default client (`cronlock.exclusive` re-exports it).
-exclusive_module = importlib.import_module("cronlock.lock.exclusive")
+# The module that keeps the default client and the stores opened from URLs.
+exclusive_module = importlib.import_module("cronlock.exclusive")
 
 
 @pytest.fixture(autouse=True)
 def no_default_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with no configured client and no URL in the environment."""
-    monkeypatch.delenv("CRONLOCK_REDIS_URL", raising=False)
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.setattr(exclusive_module, "_from_env", None)
+    for name in ("CRONLOCK_STORE_URL", "CRONLOCK_REDIS_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(exclusive_module, "_opened", {})
     cronlock.configure(None)
     yield
     cronlock.configure(None)

@@ -45,7 +45,7 @@ def statements(backend: Backend) -> list[str]:
         " value TEXT NOT NULL, PRIMARY KEY (prefix, name))",
         f"CREATE TABLE IF NOT EXISTS {t('locks')} ({key}, owner TEXT NOT NULL,"
         " expires_ms BIGINT NOT NULL, fence BIGINT NOT NULL, holder TEXT NOT NULL,"
-        " PRIMARY KEY (prefix, key))",
+        " since_ms BIGINT NOT NULL, PRIMARY KEY (prefix, key))",
         f"INSERT INTO {t('meta')} (name, value) VALUES ('schema_version', '{SCHEMA_VERSION}')"
         " ON CONFLICT (name) DO NOTHING",
     ]
