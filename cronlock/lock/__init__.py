@@ -1,5 +1,12 @@
 """The lock primitive: one holder per key at a time, across processes and machines.
 
+One handle, [`LeaseLock`][cronlock.lock.LeaseLock], serves every store through the
+store's [`Leases`][cronlock.lock.Leases]: [`redis_lock`][cronlock.lock.redis_lock] is it
+on Redis (a [`RedisLock`][cronlock.lock.RedisLock]),
+[`store_lock`][cronlock.stores.store_lock] on any store (SQLite, PostgreSQL: one
+transaction per step, waiters poll). What follows is said of Redis; the SQL stores keep
+the same contract (docs/locks.md).
+
 Guarantees:
 
 * **Mutual exclusion while the lease is valid.** Acquire is one Lua script (``SET NX PX``

@@ -43,9 +43,16 @@ def store_lock(
             the store's prefix, ``"cronlock"`` for a client), an
             [`SqliteStore`][cronlock.stores.SqliteStore], a ``PostgresStore`` or another
             [`SqlStore`][cronlock.stores.sql.SqlStore] (under the store's prefix).
-        key, ttl, wait, renew, max_hold, on_lost: as for
-            [`redis_lock`][cronlock.lock.redis_lock], all checked before anything is
-            sent to the store.
+        key: the lock's name: 1-256 printable characters, no braces (on every store, so
+            a key moves between stores unchanged).
+        ttl: the lease, in seconds (int, float or timedelta; millisecond precision).
+        wait: ``None``: raise at once when held; seconds: wait up to that long.
+        renew: extend the lease every ``ttl / 3`` while held.
+        max_hold: with ``renew``, end the lease this many seconds after acquiring.
+        on_lost: called with the handle the first time the lock is found lost.
+
+    Every argument is checked before anything is sent to the store; they mean what they
+    mean for [`redis_lock`][cronlock.lock.redis_lock].
 
     Raises:
         TypeError: ``store`` is none of those (the message names it).
