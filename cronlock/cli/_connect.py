@@ -29,7 +29,7 @@ from cronlock.stores.urls import POSTGRES_SCHEMES, is_redis_url
 #: Schemes of stores that are not Redis (given to a ``redis`` name: use the store name).
 OTHER_STORE_SCHEMES = (*POSTGRES_SCHEMES, "sqlite")
 
-__all__ = ["close_store", "given_store_url", "open_store", "require_redis", "store_url"]
+__all__ = ["close_store", "given_store_url", "open_store", "store_url"]
 
 #: (flag name, argparse dest) then (environment variable, ...), each pair one level.
 _LEVELS = (
@@ -121,16 +121,6 @@ def _detect_cluster(url: str, store: RedisStore) -> bool:
     if split_cluster_flag(url)[1] is not None:
         return False  # the URL says which it is
     return not isinstance(store.client, RedisCluster) and _is_cluster_node(store.client)
-
-
-def require_redis(args: argparse.Namespace, what: str) -> None:
-    """A usage error, before anything is opened, when the store named is not Redis.
-
-    For what only Redis can serve (``cronlock exec --slot``); the message names the URL.
-    """
-    url, source = store_url(args)
-    if not is_redis_url(url):
-        raise CliError(f"{what} needs a Redis store; {source} names {masked(url)!r}", EXIT_USAGE)
 
 
 def close_store(store: Store) -> None:

@@ -50,12 +50,14 @@ from cronlock.cli._common import (
     CliError,
     add_global_options,
 )
-from cronlock.cli._connect import close_store, open_store, require_redis
+from cronlock.cli._connect import close_store, open_store
 from cronlock.cli._exec_slot import SlotClaim, SlotPlan, add_slot_options, plan_of
 from cronlock.clock import SystemClock
 from cronlock.errors import ConfigurationError, LockLost, LockNotAcquired
 from cronlock.lock import LeaseLock
 from cronlock.stores import RedisStore, Store, store_lock
+from cronlock.stores.sql.claimpath import SqlClaimPath
+from cronlock.stores.sql.leases import claim_occurrence
 
 NAME = "exec"
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -75,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "(COMMAND gets SIGTERM, then SIGKILL after --grace). With --slot EXPR, COMMAND "
             "runs once per occurrence of the cron expression across hosts: a host that finds "
             "the occurrence already claimed, or starts more than --slot-grace after it, "
-            "exits 75 without running it (--slot needs a Redis store)."
+            "exits 75 without running it."
         ),
         usage="%(prog)s --key KEY --ttl SECONDS [--wait S] [--slot EXPR] [options] "
         "-- COMMAND [ARGS...]",
@@ -251,10 +253,16 @@ def _due(plan: Optional[SlotPlan], clock: SystemClock) -> None:
         raise _Refused(late)
 
 
-def _claim(plan: SlotPlan, client: Any, lock: LeaseLock, clock: SystemClock) -> None:
+def _claim(plan: SlotPlan, store: Store, lock: LeaseLock, clock: SystemClock) -> None:
     """Claim the plan's occurrence under ``lock``, or raise `_Refused`."""
     _due(plan, clock)  # again: --wait may have taken long
-    word, detail = plan.claim(client, lock.token)
+    if isinstance(store, SqlClaimPath):
+        assert plan.occurrence_ms is not None  # _due refused a plan without one
+        said, detail = claim_occurrence(store, plan.key, lock.token, plan.occurrence_ms)
+        word = SlotClaim(said)
+    else:
+        assert isinstance(store, RedisStore)
+        word, detail = plan.claim(store.client, lock.token)
     refused = plan.refusal(word, detail)
     if refused is not None:
         raise _Refused(refused, EXIT_FAILURE if word is SlotClaim.CORRUPT else None)
@@ -269,18 +277,11 @@ def _not_run(refused: Exception, args: argparse.Namespace) -> tuple[int, str]:
     return int(args.conflict_exit_code), str(refused)
 
 
-def _client_of(store: Store) -> Any:
-    assert isinstance(store, RedisStore)  # require_redis checked the URL
-    return store.client
-
-
 def run(args: argparse.Namespace) -> int:
     """Acquire, run the child, release; see the module docstring for exit statuses."""
     command = command_of(args)
     clock = SystemClock()
     plan = _checked_plan(args, clock)
-    if plan is not None:
-        require_redis(args, "cronlock exec --slot")
     store = open_store(args, socket_timeout=max(10.0, args.ttl))
     name = "Redis" if isinstance(store, RedisStore) else "the store"
     env = None if plan is None else {**os.environ, "CRONLOCK_SLOT": plan.occurrence}
@@ -292,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         lock = store_lock(store, args.key, args.ttl, wait=args.wait, renew=True)
         with lock:
             if plan is not None:
-                _claim(plan, _client_of(store), lock, clock)
+                _claim(plan, store, lock, clock)
             for s in FORWARDED:
                 signal.signal(s, supervisor.on_signal)
             # Kept installed through the release: a late signal reaches a dead child (no-op).

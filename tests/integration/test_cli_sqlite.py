@@ -1,5 +1,5 @@
 """The CLI on a SQLite store (``--store-url sqlite:///...``): the same commands, the same
-answers as on Redis (locks too), and a clear refusal for what only Redis has (exec --slot)."""
+answers as on Redis, locks and ``exec --slot`` included."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,12 +118,18 @@ def test_exec_and_locks_while_another_process_holds_it(db: Path) -> None:
     assert lite(db, "locks", "k").returncode == 1
 
 
-def test_exec_slot_says_it_needs_redis(db: Path) -> None:
-    """--slot (once per occurrence) is Redis-only: exit 2 naming the SQLite URL, nothing run."""
-    out = lite(db, "exec", "--key", "k", "--ttl", "5", "--slot", "* * * * *", "--", "true")
-    assert out.returncode == 2
-    assert "cronlock exec --slot needs a Redis store" in out.stderr
-    assert f"CRONLOCK_STORE_URL names 'sqlite:///{db}'" in out.stderr
+def test_exec_slot_runs_each_occurrence_once_on_sqlite(db: Path, tmp_path: Path) -> None:
+    """--slot on SQLite: the first run of an occurrence runs the command (CRONLOCK_SLOT set),
+    a second run of the same occurrence exits 75 without running it."""
+    runs = tmp_path / "runs"
+    slot = ("--slot", "0 0 1 1 *", "--timezone", "UTC", "--slot-grace", "40000000")
+    record = ("sh", "-c", 'echo "$CRONLOCK_SLOT" >> "$0"', str(runs))
+    first = lite(db, "exec", "--key", "k", "--ttl", "5", *slot, "--", *record)
+    second = lite(db, "exec", "--key", "k", "--ttl", "5", *slot, "--", *record)
+    assert (first.returncode, second.returncode) == (0, 75), second.stderr
+    assert "already claimed" in second.stderr
+    year = time.gmtime().tm_year
+    assert runs.read_text().split() == [f"{year}-01-01T00:00:00Z"]
 
 
 def test_from_url_reads_relative_and_absolute_sqlite_urls(

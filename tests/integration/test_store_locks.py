@@ -16,7 +16,7 @@ from cronlock import LockLost, LockNotAcquired
 from cronlock.lock import LeaseLock, inspect
 from cronlock.lock._poll import MAX_POLL
 from cronlock.stores import RedisStore, SqliteStore, SqlStore, Store, store_lock
-from cronlock.stores.sql.leases import held_locks
+from cronlock.stores.sql.leases import claim_occurrence, held_locks
 
 
 def holders(store: Store, key: str) -> list[int]:
@@ -188,3 +188,27 @@ def test_a_busy_sqlite_file_fails_closed(tmp_path: Path) -> None:
     with store_lock(store, "k", ttl=5) as lock:
         assert lock.held
     store.close()
+
+
+def test_exec_slot_claims_each_occurrence_once_on_sql(store: Store) -> None:
+    """``exec --slot``'s claim on an SQL store: only the lock's holder claims, each
+    occurrence once, never an older one (the Redis script has its own test)."""
+    if not isinstance(store, SqlStore):
+        pytest.skip("Redis's claim is exec_slot_claim.lua (test_cli_exec_slot.py)")
+    t = 1_700_000_040_000
+    with store_lock(store, "cron-line", ttl=10) as lock:
+
+        def claim(ms: int, token: str = lock.token) -> tuple[str, str]:
+            return claim_occurrence(store, "cron-line", token, ms)
+
+        assert claim(t) == ("claimed", "")
+        assert claim(t) == ("done", str(t))
+        assert claim(t - 60_000) == ("stale", str(t))
+        assert claim(t + 60_000) == ("claimed", str(t))
+        assert claim(t + 120_000, "not-the-token") == ("lost", "")
+    assert claim_occurrence(store, "cron-line", lock.token, t + 120_000) == ("lost", "")
+    with store_lock(store, "cron-line", ttl=10) as again:  # the record outlives the lock
+        assert claim_occurrence(store, "cron-line", again.token, t + 60_000) == (
+            "done",
+            str(t + 60_000),
+        )

@@ -30,7 +30,7 @@ from cronlock.lock._poll import poll_acquire
 from cronlock.stores.sql.backend import Cursor
 from cronlock.stores.sql.claimpath import SqlClaimPath
 
-__all__ = ["SqlLeases", "held_locks"]
+__all__ = ["SqlLeases", "claim_occurrence", "held_locks"]
 
 #: How many held locks `held_locks` lists at most.
 LIST_LIMIT = 10_000
@@ -125,6 +125,40 @@ class SqlLeases:
     def release(self, token: str) -> bool:
         # owner emptied, the fence kept: the next holder's token is higher
         return self._if_owned(token, "owner = '', expires_ms = ?", 0)
+
+
+def claim_occurrence(
+    store: SqlClaimPath, key: str, token: str, occurrence_ms: int
+) -> tuple[str, str]:
+    """``cronlock exec --slot`` on an SQL store: claim one occurrence under the lock.
+
+    The words of ``exec_slot_claim.lua``: ``("claimed", previous or "")``, ``("done",
+    stored)``, ``("stale", stored)`` for a later one claimed, ``("lost", "")`` when
+    ``token`` does not hold the lock. The latest claimed occurrence is the ``slot_ms``
+    column of the lock's row, kept with the row; only ``claimed`` writes.
+    """
+    leases = SqlLeases(store, key)
+    store.ensure_schema()
+    backend = store.backend
+    table = backend.table("locks")
+    with backend.transaction() as cur:
+        cur.execute(
+            f"SELECT owner, expires_ms, slot_ms FROM {table}"
+            f" WHERE prefix = ? AND key = ?{backend.lock_rows}",
+            [leases.prefix, leases.key],
+        )
+        row = cur.fetchone()
+        now = backend.now_ms(cur)
+        if row is None or str(row[0]) != token or int(row[1]) <= now:
+            return "lost", ""
+        stored = None if row[2] is None else int(row[2])
+        if stored is not None and stored >= occurrence_ms:
+            return ("done" if stored == occurrence_ms else "stale"), str(stored)
+        cur.execute(
+            f"UPDATE {table} SET slot_ms = ? WHERE prefix = ? AND key = ?",
+            [occurrence_ms, leases.prefix, leases.key],
+        )
+        return "claimed", "" if stored is None else str(stored)
 
 
 def held_locks(store: SqlClaimPath, key: Optional[str] = None) -> list[LockInfo]:
