@@ -86,10 +86,14 @@ def test_with_exit_raises_lock_lost_after_expiry(store: Store) -> None:
     assert lock.lost.is_set()
 
 
+@pytest.mark.slow
 def test_renewal_keeps_the_lock_past_its_ttl(store: Store) -> None:
-    """renew=True holds the lock for several ttls: nobody else gets it, no loss reported."""
-    with store_lock(store, "long", ttl=0.3, renew=True) as lock:
-        deadline = time.monotonic() + 1.0
+    """renew=True holds the lock for over two ttls: nobody else gets it, no loss reported.
+
+    A 1 s ttl (renewed every 0.33 s): shorter leases lapse when a loaded machine delays
+    the renewal thread."""
+    with store_lock(store, "long", ttl=1.0, renew=True) as lock:
+        deadline = time.monotonic() + 2.3
         while time.monotonic() < deadline:
             with pytest.raises(LockNotAcquired):
                 store_lock(store, "long", ttl=5).acquire()
@@ -119,7 +123,7 @@ def test_waiting_acquires_after_the_release(store: Store) -> None:
     finally:
         thread.join()
     assert len(released) == 1
-    assert released[0] <= got < released[0] + MAX_POLL + 0.2
+    assert released[0] <= got < released[0] + MAX_POLL + 0.5  # slack: a loaded machine
 
 
 def test_a_wait_that_runs_out_raises(store: Store) -> None:

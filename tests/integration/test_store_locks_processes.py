@@ -87,7 +87,7 @@ def test_kill_9_of_the_holder_frees_the_lock_after_its_ttl(store: Store) -> None
         with pytest.raises(LockNotAcquired):
             store_lock(store, "nightly", ttl=5).acquire()
         with store_lock(store, "nightly", ttl=5, wait=5) as lock:
-            assert time.monotonic() - killed < 1.0 + 0.5
+            assert time.monotonic() - killed < 1.0 + 1.0  # the ttl, and slack for load
             assert lock.fencing_token > fence
     finally:
         procs.end(proc)
