@@ -125,7 +125,7 @@ class Operations:
             except store.errors as error:
                 if not failing:
                     logger.warning(
-                        "cronlock: runner %s lost its Redis connection for operations "
+                        "cronlock: runner %s lost its store connection for operations "
                         "(triggers, schedules, heartbeat): %s; reconnecting",
                         self.host.runner_id,
                         error,

@@ -2,7 +2,9 @@
 
 [`RedisStore`][cronlock.stores.RedisStore] (Redis, Valkey, Sentinel, Cluster) and
 [`SqliteStore`][cronlock.stores.SqliteStore] (one SQLite file shared by the processes of
-one host) hold the same jobs with the same guarantees; docs/stores.md compares them.
+one host) and `PostgresStore` (PostgreSQL tables; needs the ``postgres`` extra, so it is
+imported when first named) hold the same jobs with the same guarantees; docs/stores.md
+compares them.
 
 A redis-py client given to [`CronRunner`][cronlock.runner.CronRunner] or
 [`Admin`][cronlock.admin.Admin] becomes a [`RedisStore`][cronlock.stores.RedisStore];
@@ -34,6 +36,7 @@ __all__ = [
     "ClaimReply",
     "ClaimStatus",
     "HistoryEntry",
+    "PostgresStore",
     "RedisStore",
     "Restorable",
     "SqlStore",
@@ -46,6 +49,15 @@ __all__ = [
     "from_url",
     "store_lock",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``PostgresStore``, imported on first use: psycopg is an optional dependency."""
+    if name == "PostgresStore":
+        from cronlock.stores.postgres import PostgresStore  # noqa: PLC0415 - optional extra
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def as_store(store_or_client: Any, prefix: Optional[str] = None) -> Store:

@@ -349,7 +349,8 @@ def test_admin_triggers_a_job_a_runner_on_the_store_runs(store: Store) -> None:
     runner.start()
     try:
         admin = Admin(store)
-        wait_until(admin.runners, timeout=10)
+        wait_until(lambda: "job" in store.registry() and admin.runners(), timeout=10)
+        # registered, not only alive: a trigger of a job not yet registered is refused
         admin.trigger("job")
         assert ran.wait(10)
         [status] = [s for s in admin.jobs() if s.key == "job"]
