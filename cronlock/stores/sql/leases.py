@@ -11,7 +11,8 @@ one small row per key ever locked.
 
 Every step is one transaction that locks the key's row and reads the store's clock
 (PostgreSQL ``clock_timestamp()``, SQLite the host's), decides as the Redis scripts do,
-and writes: a step costs two round trips on PostgreSQL, one file transaction on SQLite.
+and writes: a step costs two round trips on PostgreSQL (three for a key's first acquire,
+which inserts its row), one file transaction on SQLite.
 A waiter polls (`cronlock.lock._poll`): SQL stores have no wake-up for it.
 """
 
