@@ -88,14 +88,20 @@ def _is_cluster_node(client: Any) -> bool:
     return str(info.get("cluster_enabled", "0")) == "1"
 
 
-def open_store(args: argparse.Namespace, *, socket_timeout: float = 10.0) -> Store:
+def open_store(
+    args: argparse.Namespace,
+    *,
+    socket_timeout: float = 10.0,
+    sql_options: Optional[dict[str, Any]] = None,
+) -> Store:
     """The store the command line names, with ``args.prefix``.
 
-    Usage error (2) for a bad URL, 69 when a Cluster cannot be reached; ``args.store``
-    is set, so `cronlock.cli.main` knows which errors mean "unavailable".
+    ``sql_options`` go to an SQL store's constructor (``create_schema=...``), overriding
+    the URL's. Usage error (2) for a bad URL, 69 when a Cluster cannot be reached;
+    ``args.store`` is set, so `cronlock.cli.main` knows which errors mean "unavailable".
     """
     url, source = store_url(args)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = dict(sql_options or {})
     if is_redis_url(url):
         options = {
             "socket_timeout": socket_timeout,

@@ -83,6 +83,7 @@ class Operations:
         self._epoch = ""
         self._intent: Optional[OperationalState] = None
         self._intent_version: Optional[tuple[Optional[str], Optional[str]]] = None
+        scheduler.before_first_claim = self.register_first
 
     # -- thread ---------------------------------------------------------------------
 
@@ -272,6 +273,20 @@ class Operations:
                 len(stored),
             )
         self._schedules_version = version
+
+    def register_first(self) -> None:
+        """Write the registry before the scheduler's first claim, so a job new to the
+        store is paused at once while pause-all is set; a failure is logged and left to
+        the periodic sync (the claims then go ahead, as they would without it)."""
+        try:
+            with self._sync_lock:
+                self._register(round(self.host.clock.time() * 1000))
+        except Exception as error:  # the scheduler thread must go on
+            logger.warning(
+                "cronlock: runner %s could not register its jobs before its first claim: %s",
+                self.host.runner_id,
+                error,
+            )
 
     def _register(self, now_ms: int) -> None:
         stale = monotonic() - self._registered_at > REGISTRY_REFRESH_S

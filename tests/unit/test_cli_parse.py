@@ -330,6 +330,54 @@ def test_key_from_redis_key(redis_key: str, key: str | None) -> None:
 def test_the_demo_refuses_a_store_that_is_not_redis(
     no_url_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The demo's replicas run on Redis: a SQLite URL exits 2 before anything starts."""
+    """Without --store the replicas run on Redis: a SQLite URL exits 2 before anything
+    starts, saying which --store would take it."""
     assert main(["--store-url", "sqlite:///x.db", "demo"]) == 2
-    assert "the demo runs on Redis; --store-url names 'sqlite:///x.db'" in capsys.readouterr().err
+    assert (
+        "the demo runs on Redis unless --store sqlite or --store postgres says otherwise; "
+        "--store-url names 'sqlite:///x.db'"
+    ) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (
+            ["demo", "--store", "postgres"],
+            {"REDIS_URL": "redis://app-cache"},
+            "--store postgres needs a PostgreSQL URL; REDIS_URL names 'redis://app-cache'",
+        ),
+        (
+            ["demo", "--store", "postgres"],
+            {},
+            "--store postgres needs a PostgreSQL URL: pass --store-url "
+            "postgresql://USER@HOST/DATABASE or set CRONLOCK_STORE_URL",
+        ),
+        (
+            ["--store-url", "postgresql://app:s3cret@db", "demo", "--store", "postgres"],
+            {},
+            "--store postgres: a PostgreSQL URL must name its database",
+        ),
+        (
+            ["demo", "--store", "sqlite", "--store-url", "sqlite:///jobs.db"],
+            {},
+            "--store sqlite makes a file of its own; --store-url names 'sqlite:///jobs.db'",
+        ),
+    ],
+    ids=["postgres-given-redis", "postgres-no-url", "postgres-no-database", "sqlite-given-url"],
+)
+def test_the_demo_refuses_a_store_url_that_does_not_fit_store(
+    no_url_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    env: dict[str, str],
+    message: str,
+) -> None:
+    """A --store and a store URL that do not fit exit 2 naming both, before anything
+    starts (the password of a URL masked)."""
+    for name, value in env.items():
+        no_url_env.setenv(name, value)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "s3cret" not in err

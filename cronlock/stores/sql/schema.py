@@ -9,10 +9,12 @@ so do locks (`cronlock.stores.sql.leases`: one row per key, kept after release).
 
 from __future__ import annotations
 
+from typing import Optional
+
 from cronlock.errors import ConfigurationError
 from cronlock.stores.sql.backend import Backend, Cursor
 
-__all__ = ["SCHEMA_VERSION", "SchemaError", "check_version", "statements"]
+__all__ = ["SCHEMA_VERSION", "SchemaError", "check_version", "read_version", "statements"]
 
 #: The version of the tables this code reads and writes.
 SCHEMA_VERSION = 1
@@ -52,11 +54,16 @@ def statements(backend: Backend) -> list[str]:
     ]
 
 
-def check_version(backend: Backend, cursor: Cursor) -> None:
-    """Refuse tables written by a newer cronlock (naming both versions)."""
+def read_version(backend: Backend, cursor: Cursor) -> Optional[str]:
+    """The ``schema_version`` row of the ``meta`` table (which must exist); None without it."""
     cursor.execute(f"SELECT value FROM {backend.table('meta')} WHERE name = 'schema_version'")
     row = cursor.fetchone()
-    found = str(row[0]) if row else "none"
+    return None if row is None else str(row[0])
+
+
+def check_version(backend: Backend, cursor: Cursor) -> None:
+    """Refuse tables written by a newer cronlock (naming both versions)."""
+    found = read_version(backend, cursor) or "none"
     if found != str(SCHEMA_VERSION):
         raise SchemaError(
             f"cronlock's tables in {backend.location()} have schema version {found}; this "
