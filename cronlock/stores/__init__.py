@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from cronlock.errors import ConfigurationError
 from cronlock.stores.base import Restorable, Store, Subscription
+from cronlock.stores.locks import store_lock
 from cronlock.stores.redis import RedisStore
 from cronlock.stores.sql import SqlStore
 from cronlock.stores.sqlite import SqliteStore
@@ -46,6 +47,7 @@ __all__ = [
     "TriggerStatus",
     "as_store",
     "from_url",
+    "store_lock",
 ]
 
 

@@ -3,7 +3,8 @@
 One set of tables holds every prefix (a ``prefix`` column), so one database serves many
 applications. A job's claim state is one row whose ``state`` is a JSON object of the
 fields the Redis hash holds; history, pending manual runs, the registry, heartbeats,
-dynamic schedules and flags (pause-all, the schedules' version) have a table each.
+dynamic schedules and flags (pause-all, the schedules' version) have a table each, and
+so do locks (`cronlock.stores.sql.leases`: one row per key, kept after release).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def statements(backend: Backend) -> list[str]:
         " value TEXT NOT NULL, PRIMARY KEY (prefix, name))",
         f"CREATE TABLE IF NOT EXISTS {t('locks')} ({key}, owner TEXT NOT NULL,"
         " expires_ms BIGINT NOT NULL, fence BIGINT NOT NULL, holder TEXT NOT NULL,"
-        " PRIMARY KEY (prefix, key))",
+        " since_ms BIGINT NOT NULL, slot_ms BIGINT, PRIMARY KEY (prefix, key))",
         f"INSERT INTO {t('meta')} (name, value) VALUES ('schema_version', '{SCHEMA_VERSION}')"
         " ON CONFLICT (name) DO NOTHING",
     ]
