@@ -41,7 +41,7 @@ import itertools
 import logging
 import os
 import threading
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Union
 
 from cronlock import _forksafe
 from cronlock.clock import monotonic
@@ -142,10 +142,9 @@ class Renewal:
         if not self.watched:
             self.watched = True
             get_deadlines().schedule(_LeaseWatch(hold), hold.valid_until)
-        try:
-            ok = hold.extend(token, ttl_ms)
-        except hold.errors as error:
-            return self._failed(error)
+        ok = self._extend(token, ttl_ms)
+        if isinstance(ok, BaseException):
+            return self._failed(ok)
         if not ok:
             if hold.live_token() is not None:  # not released meanwhile: really lost
                 hold.mark_lost("renewal found another owner or no key")
@@ -166,6 +165,18 @@ class Renewal:
                 hold.key,
                 hold.ttl_ms / 1000,
             )
+
+    def _extend(self, token: str, ttl_ms: int) -> Union[bool, BaseException]:
+        """The store's answer to the extend, or the error that kept it from answering."""
+        hold = self.hold
+        try:
+            return bool(hold.extend(token, ttl_ms))
+        except hold.errors as error:
+            return error
+        except Exception as error:  # e.g. OSError from a client closed under the lock:
+            # one hold's surprise must not stop the renewal of every other hold
+            logger.exception("cronlock: renewing lock %r raised", hold.key)
+            return error
 
     def _failed(self, error: BaseException) -> Optional[float]:
         """The store could not be asked: retry while the lease may still be valid."""
@@ -286,7 +297,11 @@ class Holds:
                     del self._live[renewal]
                     due.append(renewal)
         for renewal in due:
-            nxt = renewal.renew_due()  # store I/O: outside the mutex
+            try:
+                nxt = renewal.renew_due()  # store I/O: outside the mutex
+            except Exception:  # never let one hold end the renewal of the others
+                logger.exception("cronlock: renewal of %r raised", renewal)
+                nxt = monotonic() + renewal.interval
             if nxt is not None:
                 renewal.due = nxt
                 with self._mutex:
