@@ -12,15 +12,13 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from cronlock import Admin, ConfigurationError, CronRunner, FakeClock
 from cronlock.stores.sql.schema import SCHEMA_VERSION, SchemaError
-from cronlock.stores.types import ClaimReply, ClaimStatus, Retention, SlotClaim
+from cronlock.stores.types import ClaimStatus
 from cronlock.testing import wait_until
 from tests import procs
 from tests.history import ROOT
@@ -28,34 +26,7 @@ from tests.history import ROOT
 psycopg = pytest.importorskip("psycopg")
 psycopg_pool = pytest.importorskip("psycopg_pool")
 from cronlock.stores.postgres import PostgresStore  # noqa: E402
-
-KEEP = Retention(10, 0)
-
-
-def claim(store: PostgresStore, owner: str, slot_ms: int = 1_000) -> ClaimReply:
-    [reply] = store.claim_slots(
-        [SlotClaim("a", slot_ms, owner, 30_000, 3, "skip", f"h:{owner}", KEEP)]
-    )
-    assert isinstance(reply, ClaimReply), reply
-    return reply
-
-
-@pytest.fixture
-def schema(pg_server: Any) -> Iterator[str]:
-    """A schema name of this test's own (not created), dropped afterwards."""
-    name = "t_" + uuid.uuid4().hex[:12]
-    yield name
-    with pg_server.connect(autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
-@pytest.fixture
-def stores() -> Iterator[list[PostgresStore]]:
-    """Stores a test made; closed after it."""
-    made: list[PostgresStore] = []
-    yield made
-    for store in made:
-        store.close()
+from tests.pgstores import KEEP, claim, schema, stores  # noqa: E402, F401 - fixtures
 
 
 def schema_exists(pg_server: Any, name: str) -> bool:
