@@ -19,7 +19,8 @@ figures cover a window of whole seconds, and every job-slot in it counts:
 ``naive`` is the fleet many teams start with: APScheduler 3 in every replica and a
 redis-py ``Lock`` per job (``blocking=False``, released when the handler returns).
 ``--before PATH`` runs each point also with the cronlock found in PATH (an older
-checkout), alternating before and after, so the two columns share the machine's load.
+checkout), alternating before and after, so the two columns share the machine's load;
+``--after PATH`` takes the after column from another checkout than this one.
 """
 
 from __future__ import annotations
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, action="append", help="R (repeatable)")
     parser.add_argument("--jobs", type=int, action="append", help="J (repeatable)")
     parser.add_argument("--before", default="", help="an older checkout: its column too")
+    parser.add_argument("--after", default="", help="the checkout of the after column")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive fleet")
     args = parser.parse_args(argv)
     replicas = args.replicas or ([2, 8] if args.quick else [2, 8, 24])
@@ -225,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in replicas:
         for j in jobs:
-            kinds = [("before", args.before), ("after", "")] if args.before else [("cronlock", "")]
+            kinds = [("before", args.before)] if args.before else []
+            kinds.append(("after" if args.before else "cronlock", args.after))
             if not args.no_naive:
                 kinds.append(("naive", ""))
             for label, checkout in kinds:

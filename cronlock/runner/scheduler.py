@@ -42,6 +42,9 @@ CLAIM_BATCH = 500
 # slot's boundary in its worker thread, so the claim's round trip is not part of the
 # handler's start delay. (``run_pending`` never claims early.)
 CLAIM_LEAD_MS = 5
+# Replies to a claim of a newer slot that leave the store holding that slot (or a newer
+# one): a pending re-check of an older slot of the job could only answer ``stale``.
+RECORDED = frozenset({ClaimStatus.WON, ClaimStatus.TAKEN, ClaimStatus.DONE, ClaimStatus.STALE})
 
 
 class Scheduler:
@@ -132,6 +135,9 @@ class Scheduler:
             claims = self.slots.to_claim(batch, now_ms)
             if not inline:
                 claims = self.slots.within_capacity(claims, len(self.running))
+        rechecks = sum(1 for entry in claims if entry.kind == "watch")
+        if rechecks:
+            self.host.stats.add("rechecks", rechecks)
         # Every claim first, then the runs: starting handlers between chunks would let the
         # worker threads compete with the claims for the GIL (10,000 jobs due together).
         answered: list[tuple[Entry, ClaimReply, float]] = []
@@ -193,6 +199,9 @@ class Scheduler:
         job = entry.job
         if entry.kind == "claim":  # a scheduled slot's own claim (not a re-check)
             job.won_last = decision.action is Action.START
+            if reply.status in RECORDED:  # the store now holds this slot, not older ones
+                with self.cond:
+                    self.slots.settle(job.key, entry.slot_ms - 1)
         if decision.action is Action.ASK_AT_BOUNDARY:
             entry.early = False
             logger.debug(

@@ -6,6 +6,12 @@ around every call.
 
 After each slot the job's next slot is pushed, so the heap holds one entry per job (plus
 re-checks of slots that run elsewhere).
+
+A re-check is dropped, without a claim, once the slot is known to be *settled*: this
+runner's claim of a newer slot of the job was recorded (the store keeps only the latest
+slot, so the re-check could only answer ``stale``), or the store announced the slot's
+finish. The re-check stays queued until then: it is how a crashed owner's slot is taken
+over.
 """
 
 from __future__ import annotations
@@ -80,11 +86,19 @@ class SlotQueue:
         self.seeded = False
         self._seq = itertools.count()
         self._spread_seed = random.getrandbits(64)
+        # job key -> the latest slot known settled: re-checks up to it are pointless
+        self.settled: dict[str, int] = {}
 
     def clear(self) -> None:
         self.heap.clear()
         self.backlog.clear()
+        self.settled.clear()
         self.seeded = False
+
+    def settle(self, key: str, slot_ms: int) -> None:
+        """Slots of ``key`` up to ``slot_ms`` need no re-check (see the module docstring)."""
+        if slot_ms > self.settled.get(key, -1):
+            self.settled[key] = slot_ms
 
     def seed_all(self, jobs: Iterable[Job], now_ms: int) -> None:
         """Queue the first slot of every enabled job."""
@@ -160,6 +174,9 @@ class SlotQueue:
         for entry in batch:
             job = entry.job
             if entry.generation != job.generation or not job.enabled:
+                continue
+            if entry.kind == "watch" and self.settled.get(job.key, -1) >= entry.slot_ms:
+                self.stats.add("rechecks_skipped")
                 continue
             if entry.kind == "slot" and self._yields(entry, now_ms):
                 continue
