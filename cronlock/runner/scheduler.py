@@ -25,7 +25,7 @@ from cronlock.outcomes import ClaimStatus
 from cronlock.runner.decisions import Action, Decision, decide
 from cronlock.runner.host import RunnerHost
 from cronlock.runner.run import Run
-from cronlock.runner.slots import Entry, SlotQueue
+from cronlock.runner.slots import Budget, Entry, SlotQueue
 from cronlock.stores.types import ClaimReply, Replication, SlotClaim
 
 logger = logging.getLogger("cronlock")
@@ -42,6 +42,13 @@ CLAIM_BATCH = 500
 # slot's boundary in its worker thread, so the claim's round trip is not part of the
 # handler's start delay. (``run_pending`` never claims early.)
 CLAIM_LEAD_MS = 5
+# Beyond one claim per idle worker, a batch holds the claims the workers are expected to
+# start within this long, judged by each job's last run (or the runner's recent runs):
+# 1,000 short jobs due together go out in a few pipelines instead of batches of 8,
+# while jobs that keep a worker busy longer are claimed one per idle worker, as before.
+CLAIM_HORIZON_MS = 50
+# The weight of the latest run in the runner's running mean of run times.
+RUN_MEAN_WEIGHT = 0.2
 # Replies to a claim of a newer slot that leave the store holding that slot (or a newer
 # one): a pending re-check of an older slot of the job could only answer ``stale``.
 RECORDED = frozenset({ClaimStatus.WON, ClaimStatus.TAKEN, ClaimStatus.DONE, ClaimStatus.STALE})
@@ -74,6 +81,7 @@ class Scheduler:
         self.replication = replication
         self.slots = SlotQueue(host.stats, max_workers)
         self.running: set[Run] = set()
+        self.run_mean_ms: Optional[float] = None  # recent runs' worker time (under cond)
         self.thread: Optional[threading.Thread] = None
         self.pool: Optional[ThreadPoolExecutor] = None
         self.last_wake: Optional[float] = (
@@ -104,7 +112,7 @@ class Scheduler:
                 if self.host.stopping:
                     return
                 now_ms = self.now_ms()
-                batch = self.slots.from_backlog(now_ms, len(self.running))
+                batch = self.slots.from_backlog(now_ms, len(self.running), self.budget())
                 due = self.slots.next_due()
                 claim_at = due - CLAIM_LEAD_MS if due is not None else None
                 if claim_at is not None and claim_at <= now_ms:
@@ -134,7 +142,7 @@ class Scheduler:
         with self.cond:
             claims = self.slots.to_claim(batch, now_ms)
             if not inline:
-                claims = self.slots.within_capacity(claims, len(self.running))
+                claims = self.slots.within_capacity(claims, len(self.running), self.budget())
         rechecks = sum(1 for entry in claims if entry.kind == "watch")
         if rechecks:
             self.host.stats.add("rechecks", rechecks)
@@ -351,9 +359,18 @@ class Scheduler:
             return 0
         return 1
 
+    def budget(self) -> Budget:
+        """What a claim batch may hold beyond the idle workers (under ``cond``)."""
+        return Budget(self.max_workers * CLAIM_HORIZON_MS, self.run_mean_ms)
+
     def run_ended(self, run: Run) -> None:
         with self.cond:
             self.running.discard(run)
+            if run.busy_s is not None:
+                ms = run.busy_s * 1000
+                run.job.busy_ms = ms
+                mean = self.run_mean_ms
+                self.run_mean_ms = ms if mean is None else mean + RUN_MEAN_WEIGHT * (ms - mean)
             if self.slots.backlog:
                 # A worker is free for a waiting claim. (While the scheduler is busy this
                 # is a no-op, so under load the waiting claims still go out in batches.)

@@ -60,6 +60,34 @@ class Entry:
     yielded: bool = field(compare=False, default=False)  # let others claim first (won last)
 
 
+@dataclass
+class Budget:
+    """Worker time (ms) this runner may commit beyond its idle workers in one claim batch.
+
+    ``fallback_ms`` is what a run of a job that never ran here is expected to take (the
+    runner's recent runs), None when nothing ran yet: such a claim stops the extension.
+    """
+
+    ms: float
+    fallback_ms: Optional[float]
+
+    def fits(self, entries: list[Entry]) -> int:
+        """How many of ``entries``, in order, fit in the budget."""
+        left = self.ms
+        for n, entry in enumerate(entries):
+            cost = entry.job.busy_ms if entry.job.busy_ms is not None else self.fallback_ms
+            if cost is None:
+                return n
+            left -= max(cost, MIN_RUN_MS)
+            if left < 0:
+                return n
+        return len(entries)
+
+
+# A run is never expected to take less than this (a budget stays finite).
+MIN_RUN_MS = 0.1
+
+
 def due_slot(job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
     """The slot to claim for an entry popped at ``now_ms``; None if missed for good.
 
@@ -209,28 +237,38 @@ class SlotQueue:
         self.push(entry, entry.slot_ms)
         return True
 
-    def within_capacity(self, claims: list[Entry], running: int) -> list[Entry]:
-        """The claims to send now: as many as this runner has idle workers.
+    def within_capacity(
+        self, claims: list[Entry], running: int, budget: Optional[Budget] = None
+    ) -> list[Entry]:
+        """The claims to send now: as many as this runner can start at once or soon.
 
         A replica that won more slots than it has workers would start the rest late
         (and their next slots would find them busy) while other replicas' workers sat
-        idle. The others wait in the backlog, in order, for a worker of this runner to
-        be free; meanwhile a replica with idle workers claims them.
+        idle. So the claims sent are one per idle worker, plus, with ``budget``, those
+        its workers are expected to start within the budget's horizon (jobs whose last
+        runs were short). The others wait in the backlog, in order, for a worker of
+        this runner to be free; meanwhile a replica with idle workers claims them.
         """
-        idle = self.max_workers - running
-        if len(claims) <= idle:
+        idle = max(self.max_workers - running, 0)
+        count = idle + (budget.fits(claims[idle:]) if budget is not None else 0)
+        if len(claims) <= count:
             return claims
-        send, wait = claims[: max(idle, 0)], claims[max(idle, 0) :]
+        send, wait = claims[:count], claims[count:]
         for entry in wait:
             entry.early = False  # claimed after its boundary now
         self.backlog.extend(wait)
         logger.debug("cronlock: %d claim(s) wait for a free worker", len(wait))
         return send
 
-    def from_backlog(self, now_ms: int, running: int) -> list[Entry]:
-        """Backlog claims for this runner's idle workers; those past catch-up are dropped
-        (another replica has run them, or nobody had a worker in time)."""
+    def from_backlog(
+        self, now_ms: int, running: int, budget: Optional[Budget] = None
+    ) -> list[Entry]:
+        """Backlog claims for this runner's idle workers (and what ``budget`` allows, see
+        `within_capacity`); those past catch-up are dropped (another replica has run
+        them, or nobody had a worker in time)."""
         idle = self.max_workers - running
+        if idle > 0 and budget is not None:
+            idle += budget.fits(list(itertools.islice(self.backlog, idle, idle + 500)))
         batch: list[Entry] = []
         while self.backlog and len(batch) < idle:
             entry = self.backlog.popleft()
