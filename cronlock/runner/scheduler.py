@@ -25,7 +25,7 @@ from cronlock.outcomes import ClaimStatus
 from cronlock.runner.decisions import Action, Decision, decide
 from cronlock.runner.host import RunnerHost
 from cronlock.runner.run import Run
-from cronlock.runner.slots import Budget, Entry, SlotQueue
+from cronlock.runner.slots import Budget, Entry, SlotQueue, rechecks_first
 from cronlock.stores.types import ClaimReply, Replication, SlotClaim
 
 logger = logging.getLogger("cronlock")
@@ -173,6 +173,7 @@ class Scheduler:
             self.host.holder,
             self.host.retention,
             recheck=entry.kind == "watch",
+            wake=rechecks_first(entry),
         )
 
     def claim(self, entries: list[Entry], now_ms: int) -> list[Optional[ClaimReply]]:
@@ -375,6 +376,11 @@ class Scheduler:
                 # A worker is free for a waiting claim. (While the scheduler is busy this
                 # is a no-op, so under load the waiting claims still go out in batches.)
                 self.cond.notify()
+
+    def settled(self, key: str, slot_ms: int) -> None:
+        """Slot ``slot_ms`` of ``key`` finished elsewhere: a pending re-check is dropped."""
+        with self.cond:
+            self.slots.settle(key, slot_ms)
 
     def watch_now(self, key: str, slot_ms: int) -> None:
         """Claim ``slot_ms`` of ``key`` now (another replica handed it over)."""

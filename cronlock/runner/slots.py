@@ -103,6 +103,15 @@ def due_slot(job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
     return slot_ms if now_ms - slot_ms <= allowed else None
 
 
+def rechecks_first(entry: Entry) -> bool:
+    """Whether a ``taken`` reply's re-check (at the lease's end) would come before the
+    job's next slot, which would otherwise settle it: then the claim asks the holder's
+    finish to announce itself (``SlotClaim.wake``)."""
+    job = entry.job
+    following = job.schedule.next_after(entry.slot_ms)
+    return following is None or following - entry.slot_ms > job.options.ttl_ms
+
+
 class SlotQueue:
     """Next slots by due time, and claims that wait for a worker (see the module docstring)."""
 

@@ -2,21 +2,27 @@
 
 A replica told ``taken`` queues a re-check at the holder's lease end (how a crashed
 owner's slot is taken over). When its claim of the job's next slot was recorded first,
-the re-check could only answer ``stale``, so it is not sent. Driven step by step with a
-fake clock on every store.
+the re-check could only answer ``stale``, so it is not sent (step by step with a fake
+clock, on every store); when the re-check would come first, the loser asks to be woken
+and the holder's finish announces the slot (Redis pub/sub).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from cronlock import CronRunner, FakeClock, JobContext
+import pytest
+
+from cronlock import CronRunner, FakeClock, IntervalSchedule, JobContext
 from cronlock.stores import ClaimReply, Store
 from cronlock.stores.types import NO_RETENTION, FinishInfo, SlotClaim
-from cronlock.testing import wait_until
+from cronlock.testing import RedisServer, wait_until
+from tests.stores import fresh_prefix, redis_store
 
 T0 = 1_800_000_000.0  # a multiple of 10 s
 SLOT1 = int(T0 * 1000)
+INFO = FinishInfo()
 
 
 def _holder_claims(store: Store, lease_ms: int) -> ClaimReply:
@@ -74,3 +80,61 @@ def test_a_recheck_still_takes_over_a_slot_whose_owner_died(store: Store) -> Non
     stats = loser.statistics()
     assert (stats.claims_skipped, stats.rechecks, stats.rechecks_skipped) == (1, 1, 0)
     assert runs == [(SLOT1, 2)]
+
+
+def _taken(store: Store, key: str, *, wake: bool) -> None:
+    """A holder wins ``key``'s first slot; a loser is told ``taken`` (asking to be woken)."""
+    claims = [
+        SlotClaim(key, SLOT1, "holder", 25_000, 3, "skip", "host:1:holder"),
+        SlotClaim(key, SLOT1, "loser", 25_000, 3, "skip", "host:2:loser", wake=wake),
+    ]
+    won, taken = store.claim_slots(claims[:1])[0], store.claim_slots(claims[1:])[0]
+    assert isinstance(won, ClaimReply), won
+    assert isinstance(taken, ClaimReply), taken
+    assert (won.status, taken.status) == ("won", "taken")
+
+
+def test_the_finish_of_a_watched_slot_is_announced_once(redis_server: RedisServer) -> None:
+    """Only the finish of a slot whose loser asked to be woken publishes ``finished``."""
+    store = redis_store(redis_server.url, fresh_prefix())
+    events = store.subscribe()
+    try:
+        _taken(store, "quiet", wake=False)
+        _taken(store, "watched", wake=True)
+        for key in ("quiet", "watched"):
+            assert store.finish(key, SLOT1, "holder", "done", retention=NO_RETENTION, info=INFO)
+        store.publish({"type": "end"})  # pub/sub keeps order: everything before it came
+        heard: list[Any] = []
+        deadline = time.monotonic() + 10
+        while len(heard) < 2 and time.monotonic() < deadline:
+            event = events.get(1)  # None also for the subscription's own confirmation
+            if event is not None:
+                heard.append(event)
+    finally:
+        events.close()
+    assert heard == [{"type": "finished", "key": "watched", "slot": SLOT1}, {"type": "end"}]
+
+
+@pytest.mark.slow
+def test_a_running_loser_drops_the_recheck_of_a_watched_slot_that_finished(
+    redis_server: RedisServer,
+) -> None:
+    """An hourly job with a 2 s lease: the loser hears the finish, no re-check goes out."""
+    store = redis_store(redis_server.url, fresh_prefix())
+    schedule = IntervalSchedule(3600, offset=time.time() % 3600 - 1)  # a slot 1 s ago
+    slot = schedule.latest_at_or_before(int(time.time() * 1000))
+    assert slot is not None
+    [won] = store.claim_slots([SlotClaim("job", slot, "holder", 2000, 3, "skip", "h:1:x")])
+    assert isinstance(won, ClaimReply), won
+    assert won.status == "won"
+    loser = CronRunner(store, default_ttl=2)
+    loser.add_job(lambda: None, schedule, key="job", catch_up=60)
+    loser.start()
+    try:
+        wait_until(lambda: loser.statistics().claims_lost == 1, timeout=10)
+        wait_until(lambda: loser.health().listening, timeout=10)
+        assert store.finish("job", slot, "holder", "done", retention=NO_RETENTION, info=INFO)
+        wait_until(lambda: loser.statistics().rechecks_skipped == 1, timeout=10)
+    finally:
+        loser.stop(timeout=5)
+    assert loser.statistics().rechecks == 0
