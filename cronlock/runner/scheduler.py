@@ -43,12 +43,10 @@ CLAIM_BATCH = 500
 # handler's start delay. (``run_pending`` never claims early.)
 CLAIM_LEAD_MS = 5
 # Beyond one claim per idle worker, a batch holds the claims the workers are expected to
-# start within this long, judged by each job's last run (or the runner's recent runs):
-# 1,000 short jobs due together go out in a few pipelines instead of batches of 8,
-# while jobs that keep a worker busy longer are claimed one per idle worker, as before.
+# start within this long, judged by each job's last run here: 1,000 short jobs due
+# together go out in a few pipelines instead of batches of 8, while jobs that keep a
+# worker longer, or never ran here, are claimed one per idle worker, as before.
 CLAIM_HORIZON_MS = 50
-# The weight of the latest run in the runner's running mean of run times.
-RUN_MEAN_WEIGHT = 0.2
 # Replies to a claim of a newer slot that leave the store holding that slot (or a newer
 # one): a pending re-check of an older slot of the job could only answer ``stale``.
 RECORDED = frozenset({ClaimStatus.WON, ClaimStatus.TAKEN, ClaimStatus.DONE, ClaimStatus.STALE})
@@ -81,7 +79,6 @@ class Scheduler:
         self.replication = replication
         self.slots = SlotQueue(host.stats, max_workers)
         self.running: set[Run] = set()
-        self.run_mean_ms: Optional[float] = None  # recent runs' worker time (under cond)
         self.thread: Optional[threading.Thread] = None
         self.pool: Optional[ThreadPoolExecutor] = None
         self.last_wake: Optional[float] = (
@@ -362,16 +359,13 @@ class Scheduler:
 
     def budget(self) -> Budget:
         """What a claim batch may hold beyond the idle workers (under ``cond``)."""
-        return Budget(self.max_workers * CLAIM_HORIZON_MS, self.run_mean_ms)
+        return Budget(self.max_workers * CLAIM_HORIZON_MS)
 
     def run_ended(self, run: Run) -> None:
         with self.cond:
             self.running.discard(run)
             if run.busy_s is not None:
-                ms = run.busy_s * 1000
-                run.job.busy_ms = ms
-                mean = self.run_mean_ms
-                self.run_mean_ms = ms if mean is None else mean + RUN_MEAN_WEIGHT * (ms - mean)
+                run.job.busy_ms = run.busy_s * 1000
             if self.slots.backlog:
                 # A worker is free for a waiting claim. (While the scheduler is busy this
                 # is a no-op, so under load the waiting claims still go out in batches.)

@@ -64,18 +64,17 @@ class Entry:
 class Budget:
     """Worker time (ms) this runner may commit beyond its idle workers in one claim batch.
 
-    ``fallback_ms`` is what a run of a job that never ran here is expected to take (the
-    runner's recent runs), None when nothing ran yet: such a claim stops the extension.
+    A claim costs its job's last run here (``Job.busy_ms``); a job that never ran here
+    ends the extension: its run could keep a worker for any time.
     """
 
     ms: float
-    fallback_ms: Optional[float]
 
     def fits(self, entries: list[Entry]) -> int:
         """How many of ``entries``, in order, fit in the budget."""
         left = self.ms
         for n, entry in enumerate(entries):
-            cost = entry.job.busy_ms if entry.job.busy_ms is not None else self.fallback_ms
+            cost = entry.job.busy_ms
             if cost is None:
                 return n
             left -= max(cost, MIN_RUN_MS)

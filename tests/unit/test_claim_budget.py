@@ -1,5 +1,5 @@
 """How many claims a batch holds: one per idle worker, plus the short runs that fit the
-horizon (``cronlock.runner.slots.Budget``). Pure bookkeeping: no store, no threads."""
+budget (``cronlock.runner.slots.Budget``). Pure bookkeeping: no store, no threads."""
 
 from __future__ import annotations
 
@@ -30,14 +30,14 @@ def test_short_runs_that_fit_the_horizon_join_the_batch() -> None:
     """A 10 ms budget: beyond the idle worker, 4 ms + 4 ms fit and a third does not."""
     queue = SlotQueue(StatsCounter(), max_workers=1)
     claims = _entries(None, 4.0, 4.0, 4.0)
-    assert queue.within_capacity(claims, 0, Budget(10, None)) == claims[:3]
+    assert queue.within_capacity(claims, 0, Budget(10)) == claims[:3]
     assert list(queue.backlog) == claims[3:]
 
 
-def test_a_job_that_never_ran_costs_the_runners_recent_mean_or_stops_the_extension() -> None:
-    """Unknown run time: the fallback counts; without one, nothing is claimed beyond."""
-    assert Budget(10, 2.0).fits(_entries(None, None, None)) == 3
-    assert Budget(10, None).fits(_entries(1.0, None, 1.0)) == 1
+def test_a_job_that_never_ran_here_ends_the_extension() -> None:
+    """Its run could keep a worker for any time: nothing behind it joins the batch."""
+    assert Budget(10).fits(_entries(1.0, None, 1.0)) == 1
+    assert Budget(10).fits(_entries(0.0, 0.0)) == 2  # a run costs at least MIN_RUN_MS
 
 
 def test_the_backlog_is_drained_by_the_budget_too() -> None:
@@ -45,5 +45,5 @@ def test_the_backlog_is_drained_by_the_budget_too() -> None:
     queue = SlotQueue(StatsCounter(), max_workers=1)
     claims = _entries(1.0, 1.0, 1.0, 50.0, 1.0)
     queue.within_capacity(claims, running=1)  # no idle worker: all wait
-    assert queue.from_backlog(0, 0, Budget(10, None)) == claims[:3]
+    assert queue.from_backlog(0, 0, Budget(10)) == claims[:3]
     assert list(queue.backlog) == claims[3:]
