@@ -5,8 +5,10 @@
     python bench/scale.py --quick --before /path/to/old/checkout   # before/after interleaved
 
 R replica processes each register the same J interval jobs at 1 s (no-op handlers,
-history on) against one private Redis server started here; after a warm-up the
-figures cover a window of whole seconds, and every job-slot in it counts:
+history on, a 5 s lease by default: a loser's re-check of a slot falls due 5 s after
+its claim, inside the window, where the default 60 s lease would put it after the
+window) against one private Redis server started here; after a warm-up the figures
+cover a window of whole seconds, and every job-slot in it counts:
 
 * server CPU per job-slot: ``INFO cpu`` (sys + user) over the window / (J x seconds);
 * server commands and EVALSHA per job-slot: ``INFO commandstats`` over the window;
@@ -35,8 +37,6 @@ from typing import Any
 
 import redis
 
-from cronlock.testing import RedisServer
-
 
 def percentile(values: list[float], p: float) -> float:
     if not values:
@@ -60,9 +60,15 @@ def _wait_until(t: float) -> None:
         time.sleep(min(left, 0.5))
 
 
-def _replica(kind: str, url: str, jobs: int, window: tuple[float, float], out: Any) -> None:
-    """One replica: run the fleet's jobs until after ``window``; report runs, CPU, round trips."""
-    t0, t1 = window
+def _replica(kind: str, url: str, jobs: int, window: tuple[float, float, int], out: Any) -> None:
+    """One replica: run the fleet's jobs until after ``window``; report runs, CPU, round trips.
+
+    ``kind`` is "naive" or the checkout to import cronlock from ("" for this one); this
+    module imports no cronlock at the top, so the choice is made here.
+    """
+    t0, t1, ttl = window
+    if kind not in ("naive", ""):
+        sys.path.insert(0, kind)
     pool = redis.ConnectionPool.from_url(url, connection_class=CountingConnection)
     client = redis.Redis(connection_pool=pool, socket_timeout=5)
     runs: list[tuple[int, int, float]] = []  # (job index, slot ms, delay s)
@@ -110,7 +116,7 @@ def _replica(kind: str, url: str, jobs: int, window: tuple[float, float], out: A
             return handler
 
         for i in range(jobs):
-            runner.add_job(make(i), IntervalSchedule(1), key=f"j{i}", catch_up=1)
+            runner.add_job(make(i), IntervalSchedule(1), key=f"j{i}", catch_up=1, ttl=ttl)
         runner.start()
         stop = lambda: runner.stop(timeout=2)  # noqa: E731
     _wait_until(t0)
@@ -131,39 +137,37 @@ def _server_sample(client: redis.Redis) -> tuple[float, dict[str, int]]:
     return float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]), calls
 
 
-def measure(kind: str, replicas: int, jobs: int, seconds: int, checkout: str) -> dict[str, float]:
+def measure(
+    kind: str, replicas: int, jobs: int, seconds: int, *, checkout: str, ttl: int
+) -> dict[str, float]:
     """One grid point on a fresh server: the figures of the module docstring."""
-    env_before = os.environ.get("PYTHONPATH")
-    if checkout:
-        os.environ["PYTHONPATH"] = checkout
-    try:
-        with RedisServer() as server:
-            client = server.client()
-            ctx = mp.get_context("spawn")
-            out = ctx.Queue()
-            warmup = 4 + replicas * 0.4 + jobs / 500
-            t0 = float(int(time.time() + warmup) + 1)
-            t1 = t0 + seconds
-            procs = [
-                ctx.Process(target=_replica, args=(kind, server.url, jobs, (t0, t1), out))
-                for _ in range(replicas)
-            ]
-            for p in procs:
-                p.start()
-            _wait_until(t0)
-            cpu0, calls0 = _server_sample(client)
-            _wait_until(t1)
-            cpu1, calls1 = _server_sample(client)
-            results = [out.get(timeout=120) for _ in procs]
-            for p in procs:
-                p.join(30)
-        # the replicas ran the checkout asked for (``--before``), not this one
-        assert all(r["src"].startswith(checkout or "") for r in results), results[0]["src"]
-    finally:
-        if env_before is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = env_before
+    from cronlock.testing import RedisServer
+
+    if kind != "naive":
+        kind = checkout  # what the replicas import cronlock from
+    with RedisServer() as server:
+        client = server.client()
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        warmup = 4 + replicas * 0.4 + jobs / 500
+        t0 = float(int(time.time() + warmup) + 1)
+        t1 = t0 + seconds
+        procs = [
+            ctx.Process(target=_replica, args=(kind, server.url, jobs, (t0, t1, ttl), out))
+            for _ in range(replicas)
+        ]
+        for p in procs:
+            p.start()
+        _wait_until(t0)
+        cpu0, calls0 = _server_sample(client)
+        _wait_until(t1)
+        cpu1, calls1 = _server_sample(client)
+        results = [out.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(30)
+    # the replicas ran the checkout asked for (``--before``), not this one
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    assert all(r["src"].startswith(checkout or here) for r in results), results[0]["src"]
     slots = jobs * seconds
     window = range(int(t0 * 1000), int(t1 * 1000), 1000)
     counts: dict[tuple[int, int], int] = {}
@@ -208,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, action="append", help="J (repeatable)")
     parser.add_argument("--before", default="", help="an older checkout: its column too")
     parser.add_argument("--after", default="", help="the checkout of the after column")
+    parser.add_argument("--ttl", type=int, default=5, help="the jobs' lease, s (default 5)")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive fleet")
     args = parser.parse_args(argv)
     replicas = args.replicas or ([2, 8] if args.quick else [2, 8, 24])
@@ -217,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# cronlock fleet scale\n\nredis-py {redis.__version__}; Python "
         f"{sys.version.split()[0]}; {os.cpu_count()} cores; load average "
-        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start; {seconds} s per point\n"
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start; {seconds} s per point; "
+        f"lease {args.ttl} s\n"
     )
     print(
         "| R x J | fleet | server CPU µs/job-slot | server cmds/job-slot | EVALSHA/job-slot "
@@ -233,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                 kinds.append(("naive", ""))
             for label, checkout in kinds:
                 kind = "naive" if label == "naive" else "cronlock"
-                print(row(label, r, j, measure(kind, r, j, seconds, checkout)), flush=True)
+                m = measure(kind, r, j, seconds, checkout=checkout, ttl=args.ttl)
+                print(row(label, r, j, m), flush=True)
     return 0
 
 
