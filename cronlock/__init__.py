@@ -22,6 +22,7 @@ from cronlock.errors import (
     LockNotAcquired,
     NotReplicated,
     RunAbandoned,
+    TriggerRefused,
 )
 from cronlock.exclusive import configure, exclusive
 from cronlock.job import Job
@@ -56,6 +57,7 @@ __all__ = [
     "RunnerStatistics",
     "Schedule",
     "SystemClock",
+    "TriggerRefused",
     "__version__",
     "at",
     "client_from_url",

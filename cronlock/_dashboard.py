@@ -53,11 +53,13 @@ def dashboard_context(
         healthy, report = health()
     except redis.RedisError as exc:
         healthy, report = False, {"problems": [str(exc)]}
+    runners = admin.runners()
     return {
         "jobs": job_list,
         "last_end": last_end,
         "recent": recent[:HISTORY],
-        "runners": admin.runners(),
+        "runners": runners,
+        "handled_tasks": {task for runner in runners for task in runner.tasks},
         "schedules": admin.list_schedules(),
         "healthy": healthy,
         "health": report,

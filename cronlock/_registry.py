@@ -134,7 +134,9 @@ class RunnerInfo:
         id: the runner id (``runner.runner_id``).
         holder: ``"host:pid:id"``, as history and job state name it.
         host, pid, version: where it runs, which cronlock.
-        jobs: the job keys it has registered (code and dynamic).
+        jobs: the job keys it has registered (code and dynamic); empty when it has more
+            than `HEARTBEAT_JOBS_MAX` (then only ``job_count`` says how many).
+        job_count: how many jobs it has.
         tasks: the task names it has handlers for.
         started: when its operations thread started.
         heartbeat: its last heartbeat.
@@ -153,6 +155,7 @@ class RunnerInfo:
     heartbeat: Optional[datetime] = None
     last_tick: Optional[datetime] = None
     ttl: Optional[float] = field(default=None, compare=False)
+    job_count: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able fields (datetimes as ISO-8601)."""
@@ -174,6 +177,7 @@ def parse_heartbeat(value: str, ttl: Optional[float]) -> Optional[RunnerInfo]:
             pid=int(d.get("pid", 0)),
             version=str(d.get("version", "")),
             jobs=tuple(d.get("jobs", ())),
+            job_count=int(d.get("job_count", len(d.get("jobs", ())))),
             tasks=tuple(d.get("tasks", ())),
             started=_ms(d.get("started")),
             heartbeat=_ms(d.get("heartbeat")),

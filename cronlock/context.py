@@ -34,6 +34,8 @@ class JobContext:
             [`check`][cronlock.context.JobContext.check].
         timed_out: set (with ``cancelled``) when the run went past the job's ``timeout``.
         payload: the JSON payload of a dynamic schedule, else None.
+        kind: ``"scheduled"`` (its slot came) or ``"manual"`` (an operator's trigger).
+        trigger_id: the trigger request's id, for a manual run; else None.
     """
 
     key: str
@@ -44,6 +46,8 @@ class JobContext:
     payload: Any = None
     timed_out: threading.Event = field(default_factory=threading.Event, compare=False)
     runner_id: str = ""
+    kind: str = "scheduled"
+    trigger_id: Optional[str] = None
 
     @property
     def slot(self) -> datetime:

@@ -9,7 +9,8 @@ CronlockError
 │   └── JobTimeout                         ... because it ran past its job's timeout
 ├── CorruptStateError                      a cronlock key holds data that is not ours
 ├── NotReplicated                          a claim reached fewer replicas than asked for
-└── RunAbandoned                           a run ended without a finish (given to on_error)
+├── RunAbandoned                           a run ended without a finish (given to on_error)
+└── TriggerRefused                         a trigger of a paused job, without force
 ```
 
 Errors from Redis itself (``redis.ConnectionError``, ``redis.TimeoutError``, ...) are
@@ -76,3 +77,11 @@ class RunAbandoned(CronlockError):
     older run as ended (overlap ``"allow"``, a triggered run, or the latest run
     ``expired``). The owner died or froze; the history says which attempt it was.
     """
+
+
+class TriggerRefused(CronlockError):
+    """A manual run was refused before it was queued (the job is paused; pass ``force``)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(message)

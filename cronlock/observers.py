@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Optional, Protocol
 
 from cronlock.context import JobContext
-from cronlock.outcomes import ClaimStatus, RunOutcome
+from cronlock.outcomes import ClaimStatus, RunKind, RunOutcome
 
 logger = logging.getLogger("cronlock")
 
@@ -34,6 +34,8 @@ class RunRecord:
         status: a [`RunOutcome`][cronlock.outcomes.RunOutcome], a `str`:
             `"succeeded"`, `"failed"`, `"cancelled"` (the handler gave up after
             cancellation) or `"lost"` (its lease was lost: another owner has the slot).
+        kind: a [`RunKind`][cronlock.outcomes.RunKind]: `"scheduled"` or `"manual"`.
+        trigger_id: the trigger request's id, for a manual run; else None.
     """
 
     key: str
@@ -47,6 +49,8 @@ class RunRecord:
     finished_at: datetime
     error_type: Optional[str] = None
     traceback: Optional[str] = None
+    kind: RunKind = RunKind.SCHEDULED
+    trigger_id: Optional[str] = None
 
     @property
     def duration(self) -> float:

@@ -84,6 +84,7 @@ class TriggerStatus(_Word):
     WON = "won"  # this replica runs it
     PAUSED = "paused"  # dropped: the job is paused
     BUSY = "busy"  # dropped: a run holds a live lease (overlap "skip")
+    EXPIRED = "expired"  # dropped: taken after the request's expiry
     CORRUPT = "corrupt"  # the job's state key holds data cronlock did not write
 
 

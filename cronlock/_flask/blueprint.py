@@ -10,10 +10,13 @@ GET    /api/jobs/<key>?limit=50     one job and its latest history entries
 GET    /api/runners                 live runners (heartbeats)
 GET    /api/schedules               dynamic schedules
 GET    /api/auth                    {"authorized": bool} for this request's credentials
-POST   /api/jobs/<key>/pause        {} -> 200
+GET    /api/openapi.json            this API described in OpenAPI 3.0
+POST   /api/jobs/<key>/pause        {"force": false} -> 200; 409 if no runner has <key>
 POST   /api/jobs/<key>/resume       {} -> 200
-POST   /api/jobs/<key>/trigger      {"force": false} -> 202 {"request_id": ...}
-POST   /api/schedules               {"task", "cron" | "interval", ...} -> 201
+POST   /api/jobs/<key>/trigger      {"force": false, "expires": 600} -> 202 {"request_id",
+                                    "runners", "warning" (no live runner)}; 409 if paused
+POST   /api/schedules               {"task", "cron" | "interval", ...} -> 201 {"schedule",
+                                    "warning" (no live runner has the task)}
 DELETE /api/schedules/<id>          -> 200, 404 if there was none
 ```
 
@@ -36,8 +39,16 @@ import redis
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from cronlock._api import schedule_dict, schedule_request
+from cronlock._api import (
+    Conflict,
+    pause_reply,
+    resume_request,
+    schedule_dict,
+    schedule_reply,
+    trigger_reply,
+)
 from cronlock._dashboard import dashboard_context
+from cronlock._openapi import openapi
 from cronlock.clock import monotonic
 from cronlock.errors import ConfigurationError
 
@@ -148,10 +159,16 @@ def make_blueprint(
     bp.register_error_handler(redis.RedisError, views.redis_error)
     bp.register_error_handler(Exception, views.store_error)  # another store's errors
     bp.register_error_handler(HTTPException, views.http_error)
+    # Routing errors (a method the route does not take, a path no route has) never reach
+    # the blueprint's handlers: Flask sends them to the app's. Answer those under the
+    # API as JSON too; every other path keeps the app's own page.
+    for code in (404, 405):
+        bp.app_errorhandler(code)(views.http_error)
     rules: list[tuple[str, str, Callable[..., Any]]] = [
         ("/", "GET", views.dashboard),
         ("/health", "GET", views.health),
         ("/api/auth", "GET", views.auth),
+        ("/api/openapi.json", "GET", views.openapi),
         ("/api/jobs", "GET", views.jobs),
         ("/api/jobs/<path:key>", "GET", views.job),
         ("/api/runners", "GET", views.runners),
@@ -237,6 +254,8 @@ class _Views:
             result, status = fn(data)
         except KeyError as exc:
             return _json_error(404, str(exc.args[0]) if exc.args else "not found")
+        except Conflict as exc:
+            return _json_error(409, str(exc))
         except (ValueError, TypeError) as exc:  # ConfigurationError is a ValueError
             return _json_error(400, str(exc))
         logger.info("cronlock: management API %s by %s", action, request.remote_addr)
@@ -264,7 +283,11 @@ class _Views:
     def http_error(self, error: HTTPException) -> Any:
         # Inside the API, answer errors (405, 404) as JSON like everything else.
         if request.path.startswith(request.script_root + (self.bp.url_prefix or "") + "/api"):
-            return _json_error(error.code or 500, error.description or str(error))
+            response, status = _json_error(error.code or 500, error.description or str(error))
+            for name, value in error.get_headers():
+                if name.lower() != "content-type":  # e.g. Allow, on a 405
+                    response.headers[name] = value
+            return response, status
         return error
 
     # -- reads --------------------------------------------------------------------------
@@ -278,6 +301,9 @@ class _Views:
                 {"ok": False, "redis": False, "store": False, "problems": [str(exc)]},
             )
         return jsonify(report), 200 if ok else 503
+
+    def openapi(self) -> Response:
+        return jsonify(openapi(request.script_root + (self.bp.url_prefix or "")))
 
     def auth(self) -> Response:
         return jsonify({"authorized": self.allowed("pause")})
@@ -313,13 +339,13 @@ class _Views:
 
     def pause(self, key: str) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
-            self.src.admin().pause(key)
-            return {"key": key, "paused": True}, 200
+            return pause_reply(self.src.admin(), key, data)
 
         return self.mutate("pause", run)
 
     def resume(self, key: str) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
+            resume_request(data)
             self.src.admin().resume(key)
             return {"key": key, "paused": False}, 200
 
@@ -327,19 +353,13 @@ class _Views:
 
     def trigger(self, key: str) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
-            force = data.get("force", False)
-            if not isinstance(force, bool):
-                raise TypeError(f"force must be true or false; got {force!r}")
-            request_id = self.src.admin().trigger(key, force=force)
-            return {"key": key, "request_id": request_id}, 202
+            return trigger_reply(self.src.admin(), key, data)
 
         return self.mutate("trigger", run)
 
     def add_schedule(self) -> Any:
         def run(data: dict[str, Any]) -> tuple[Any, int]:
-            task, arguments = schedule_request(data)
-            spec = self.src.admin().add_schedule(task, **arguments)
-            return {"schedule": schedule_dict(spec)}, 201
+            return schedule_reply(self.src.admin(), data)
 
         return self.mutate("add_schedule", run)
 

@@ -10,7 +10,8 @@ cronlock exec --key KEY --ttl SECONDS [--wait S] [--grace S]
 cronlock locks [KEY]
 cronlock demo [--duration S] [--replicas N] [--no-kill]
 cronlock status | jobs | runners | history [KEY] [--limit N]
-cronlock pause|resume KEY | --all;  cronlock trigger KEY [--force]
+cronlock pause|resume KEY [--force] | --all;  cronlock trigger KEY [--force] [--expires D]
+cronlock forget KEY
 cronlock schedule add TASK --cron EXPR|--interval S [...] | list | remove ID
 cronlock run MODULE:ATTR [--stop-timeout S]
 ```
@@ -30,6 +31,8 @@ Exit codes:
 | 0        | success (doctor: no check failed; exec: the command exited 0)                    |
 | 1        | doctor: a check failed; status: no live runner or a job failing; other: an error |
 | 2        | usage error: bad option, expression, timezone, store URL, or no store URL given  |
+| 3        | refused, nothing written: trigger of a paused job, or pause of a key no runner   |
+|          | registered (pass ``--force``)                                                    |
 | 69       | the store could not be reached (doctor too; exec: the command was not run)       |
 | 70       | an unexpected error inside cronlock (a bug: please report it)                    |
 | 75       | exec: the lock is held by another owner, or (``--slot``) the occurrence was      |
@@ -80,6 +83,7 @@ COMMANDS: tuple[str, ...] = (
     "cronlock.cli._history",
     "cronlock.cli._runners",
     "cronlock.cli._steer",
+    "cronlock.cli._forget",
     "cronlock.cli._schedule",
     "cronlock.cli._run",
     "cronlock.cli._demo",

@@ -15,6 +15,7 @@ from cronlock.errors import ConfigurationError
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_REFUSED = 3  # trigger of a paused job, pause of a key no runner has: nothing written
 EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: the store could not be reached
 EXIT_SOFTWARE = 70  # sysexits EX_SOFTWARE: a bug in cronlock (please report)
 EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: held elsewhere (or occurrence claimed); not run
@@ -27,6 +28,11 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
     ("0", "success (doctor: no check failed; exec: the command exited 0)"),
     ("1", "doctor: a check failed; status: no live runner or a job failing; other: an error"),
     ("2", "usage error: bad option, expression, timezone, store URL, or no store URL given"),
+    (
+        "3",
+        "refused, nothing written: trigger of a paused job, or pause of a key no runner "
+        "registered (pass --force)",
+    ),
     ("69", "the store could not be reached (doctor too; exec: the command was not run)"),
     ("70", "an unexpected error inside cronlock (a bug: please report it)"),
     (

@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "List every job runners registered under --prefix: schedule, state (paused, "
             "running, done, failed), last success and failure, consecutive failures, next "
-            "run, and who runs it now."
+            "run, when a live runner last had it (SEEN: now, or how long ago: a job whose "
+            "runners are all gone; drop one deleted from the code with `cronlock forget`), "
+            "and who runs it now. Jobs of removed dynamic schedules are not listed."
         ),
     )
     add_global_options(parser, suppress=True)
@@ -33,6 +35,16 @@ def state(job: JobStatus) -> str:
     if job.status == "running" and job.lease_until is None:
         return "running?"
     return job.status or "never ran"
+
+
+def seen(job: JobStatus) -> str:
+    """What the SEEN column says: ``now`` while a live runner has the job, else when one
+    last did (``?`` when heartbeats cannot tell)."""
+    if job.runners is None:
+        return "?"
+    if job.runners:
+        return "now"
+    return ago(job.last_seen) if job.last_seen is not None else "never"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,10 +68,21 @@ def run(args: argparse.Namespace) -> int:
             ago(j.last_failure),
             j.consecutive_failures,
             when(j.next_run),
+            seen(j),
             j.holder or "",
         )
         for j in jobs
     ]
-    headers = ["KEY", "SCHEDULE", "STATE", "LAST OK", "LAST FAIL", "FAILS", "NEXT (UTC)", "HOLDER"]
+    headers = [
+        "KEY",
+        "SCHEDULE",
+        "STATE",
+        "LAST OK",
+        "LAST FAIL",
+        "FAILS",
+        "NEXT (UTC)",
+        "SEEN",
+        "HOLDER",
+    ]
     print(render_table(headers, rows))
     return EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from cronlock.cli._common import (
@@ -126,6 +127,12 @@ def run_add(args: argparse.Namespace) -> int:
     else:
         print(f"added schedule {spec.id}: task {spec.task}, {spec.describe()}")
     hint_elsewhere(args, admin)  # stored, but no runner under this prefix will run it
+    if not any(spec.task in runner.tasks for runner in admin.runners()):
+        print(
+            f"cronlock {args.command_name}: warning: no live runner has a handler for task "
+            f"{spec.task!r}: the schedule is stored but does not run until one does",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

@@ -34,7 +34,14 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_protect
 
 from cronlock import _dashboard
-from cronlock._api import schedule_dict, schedule_request
+from cronlock._api import (
+    Conflict,
+    pause_reply,
+    resume_request,
+    schedule_dict,
+    schedule_reply,
+    trigger_reply,
+)
 from cronlock.django import ProjectRunner, runner
 from cronlock.django._settings import parse_settings
 from cronlock.errors import ConfigurationError
@@ -143,6 +150,8 @@ def _mutate(
         return _error(exc.status, str(exc))
     except KeyError as exc:
         return _error(404, str(exc.args[0]) if exc.args else "not found")
+    except Conflict as exc:
+        return _error(409, str(exc))
     except (ValueError, TypeError) as exc:  # ConfigurationError is a ValueError
         return _error(400, str(exc))
     logger.info("cronlock: management API %s by %s", action, request.user)
@@ -275,11 +284,11 @@ def _list_schedules(request: HttpRequest) -> HttpResponse:
 @csrf_protect
 @_api("pause", ("POST",))
 def pause(request: HttpRequest, key: str) -> HttpResponse:
-    """``POST /api/jobs/<key>/pause``: every replica skips the job from its next claim."""
+    """``POST /api/jobs/<key>/pause`` ``{"force": false}``: every replica skips the job
+    from its next claim; 409 when no runner has registered it (unless force)."""
 
     def run(data: dict[str, Any]) -> tuple[Any, int]:
-        _project().admin.pause(key)
-        return {"key": key, "paused": True}, 200
+        return pause_reply(_project().admin, key, data)
 
     return _mutate(request, "pause", run)
 
@@ -290,6 +299,7 @@ def resume(request: HttpRequest, key: str) -> HttpResponse:
     """``POST /api/jobs/<key>/resume``."""
 
     def run(data: dict[str, Any]) -> tuple[Any, int]:
+        resume_request(data)
         _project().admin.resume(key)
         return {"key": key, "paused": False}, 200
 
@@ -299,14 +309,11 @@ def resume(request: HttpRequest, key: str) -> HttpResponse:
 @csrf_protect
 @_api("trigger", ("POST",))
 def trigger(request: HttpRequest, key: str) -> HttpResponse:
-    """``POST /api/jobs/<key>/trigger`` ``{"force": false}``: 202, one replica runs it now."""
+    """``POST /api/jobs/<key>/trigger`` ``{"force": false, "expires": 600}``: 202, one
+    replica runs it now; 409 when the job is paused (unless force)."""
 
     def run(data: dict[str, Any]) -> tuple[Any, int]:
-        force = data.get("force", False)
-        if not isinstance(force, bool):
-            raise TypeError(f"force must be true or false; got {force!r}")
-        request_id = _project().admin.trigger(key, force=force)
-        return {"key": key, "request_id": request_id}, 202
+        return trigger_reply(_project().admin, key, data)
 
     return _mutate(request, "trigger", run)
 
@@ -315,9 +322,7 @@ def trigger(request: HttpRequest, key: str) -> HttpResponse:
 @_api("add_schedule", ("POST",))
 def _add_schedule(request: HttpRequest) -> HttpResponse:
     def run(data: dict[str, Any]) -> tuple[Any, int]:
-        task, arguments = schedule_request(data)
-        spec = _project().admin.add_schedule(task, **arguments)
-        return {"schedule": schedule_dict(spec)}, 201
+        return schedule_reply(_project().admin, data)
 
     return _mutate(request, "add_schedule", run)
 

@@ -14,7 +14,12 @@ endpoint or the ``cronlock`` CLI can use it. Every runner honours what it writes
 * ``trigger(key)`` queues a manual run: exactly one replica that has the job pops the
   request and runs it once, at once, beside the scheduled slots (see
   ``cronlock/scripts/job_trigger.lua``). Replicas hear of it through pub/sub within
-  about a second, else at their next ``poll_interval`` check.
+  about a second, else at their next ``poll_interval`` check. A trigger of a paused
+  job is refused unless forced, and a request no replica took before it expires
+  (`DEFAULT_TRIGGER_EXPIRES_S` by default, on the store's clock) is dropped.
+* ``jobs()`` lists what runners registered, less the jobs of dynamic schedules that
+  were removed; each job says how many live runners have it and when one last did
+  (``runners``, ``last_seen``). ``forget(key)`` drops a job for good.
 * ``add_schedule`` / ``remove_schedule`` store dynamic schedules for handlers that
   runners registered with ``@runner.task(name)``; see
   `cronlock.runner.dynamic`.
@@ -30,140 +35,33 @@ import json
 import os
 import secrets
 import socket
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Optional
 
-from cronlock._jsonable import jsonable
-from cronlock._registry import RunnerInfo, parse_heartbeat, schedule_from_spec
+from cronlock._durations import Seconds, seconds_to_ms
+from cronlock._registry import RunnerInfo, parse_heartbeat
 from cronlock._validate import check_key
 from cronlock.clock import wall_ms
 from cronlock.context import ms_to_datetime
-from cronlock.errors import ConfigurationError
+from cronlock.errors import ConfigurationError, TriggerRefused
 from cronlock.ops.history import HistoryEntry, check_limit
+from cronlock.ops.jobs import FleetStatus, JobStatus, Liveness, job_status
 from cronlock.ops.schedules import SCHEDULE_OPTIONS, ScheduleSpec
 from cronlock.options import check_option_names
 from cronlock.stores import Store, as_store
 
-__all__ = ["Admin", "FleetStatus", "JobStatus", "RunnerInfo", "ScheduleSpec"]
+__all__ = [
+    "DEFAULT_TRIGGER_EXPIRES_S",
+    "Admin",
+    "FleetStatus",
+    "JobStatus",
+    "RunnerInfo",
+    "ScheduleSpec",
+]
 
 #: Pending trigger requests kept per job (older ones are dropped).
 MAX_PENDING_TRIGGERS = 100
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    """What Redis knows of one job.
-
-    Attributes:
-        key: the job key.
-        schedule: the schedule in words, from the registry (None if no runner registered it).
-        task: the task name, for a dynamic schedule's job.
-        registered: a runner has registered the job (it is in ``P:jobs``).
-        paused: claims of the job are refused on every replica.
-        status: the latest slot's ``"running"``, ``"done"`` or ``"failed"`` (None: never ran).
-        slot, attempt, fencing_token: the latest slot claimed, its attempt, the last fence.
-        holder, lease_until: for a running slot: who runs it and until when its lease holds.
-        other_runs: other live runs (overlap ``allow`` or triggered runs).
-        last_success, last_success_slot: when the last successful run ended, and its slot.
-        last_failure, last_failure_slot, last_error: the same for the last failed run.
-        consecutive_failures: failed slots since the last success (a dead man's switch).
-        next_run: the next slot after now (None: unknown schedule, or none left).
-        pending_triggers: manual runs requested and not yet taken by a replica.
-    """
-
-    key: str
-    schedule: Optional[str] = None
-    task: Optional[str] = None
-    registered: bool = False
-    paused: bool = False
-    status: Optional[str] = None
-    slot: Optional[datetime] = None
-    attempt: int = 0
-    fencing_token: int = 0
-    holder: Optional[str] = None
-    lease_until: Optional[datetime] = None
-    other_runs: int = 0
-    last_success: Optional[datetime] = None
-    last_success_slot: Optional[datetime] = None
-    last_failure: Optional[datetime] = None
-    last_failure_slot: Optional[datetime] = None
-    last_error: Optional[str] = None
-    consecutive_failures: int = 0
-    next_run: Optional[datetime] = None
-    pending_triggers: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able fields (datetimes as ISO-8601)."""
-        return jsonable(self)
-
-
-@dataclass(frozen=True)
-class FleetStatus:
-    """A summary for ``cronlock status``: counts over runners, jobs and schedules."""
-
-    runners: int
-    jobs: int
-    paused: int
-    running: int
-    failing: int  # jobs whose latest run(s) failed (consecutive_failures > 0)
-    schedules: int
-    pause_all: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-
-def _int(value: Optional[str]) -> int:
-    try:
-        return int(value) if value else 0
-    except ValueError:
-        return 0
-
-
-def _when(value: Optional[str]) -> Optional[datetime]:
-    ms = _int(value)
-    return ms_to_datetime(ms) if value else None
-
-
-def _status(
-    key: str,
-    st: dict[str, str],
-    pending: int,
-    entry: Optional[dict[str, Any]],
-    now_ms: int,
-) -> JobStatus:
-    lease = _int(st.get("lease"))
-    running = st.get("status") == "running"
-    others = 0
-    for field, value in st.items():
-        if field.startswith("r:"):
-            until = _int(value.rsplit(":", 1)[-1])
-            others += until > now_ms
-    schedule = schedule_from_spec((entry or {}).get("spec"))
-    next_ms = schedule.next_after(now_ms) if schedule is not None else None
-    return JobStatus(
-        key=key,
-        schedule=(entry or {}).get("schedule"),
-        task=(entry or {}).get("task"),
-        registered=entry is not None,
-        paused=st.get("paused") == "1",
-        status=st.get("status") or None,
-        slot=_when(st.get("slot")),
-        attempt=_int(st.get("attempt")),
-        fencing_token=_int(st.get("fence")),
-        holder=st.get("holder") if running else None,
-        lease_until=ms_to_datetime(lease) if running and lease else None,
-        other_runs=others,
-        last_success=_when(st.get("done_at")),
-        last_success_slot=_when(st.get("last_done")),
-        last_failure=_when(st.get("failed_at")),
-        last_failure_slot=_when(st.get("last_failed")),
-        last_error=st.get("last_error") or None,
-        consecutive_failures=_int(st.get("failures")),
-        next_run=None if next_ms is None else ms_to_datetime(next_ms),
-        pending_triggers=pending,
-    )
+#: How long a trigger request waits for a replica to take it, unless told otherwise.
+DEFAULT_TRIGGER_EXPIRES_S = 600.0
 
 
 class Admin:
@@ -196,19 +94,36 @@ class Admin:
                 out[key] = {}
         return out
 
+    def _listed(self) -> dict[str, dict[str, Any]]:
+        """The registry less the jobs of dynamic schedules that were removed (a runner
+        may have registered one before it heard of the removal)."""
+        registry = self._registry()
+        if any(entry.get("task") for entry in registry.values()):
+            schedules = self.store.schedules()
+            registry = {k: e for k, e in registry.items() if not e.get("task") or k in schedules}
+        return registry
+
     def _statuses(self, keys: list[str], registry: dict[str, dict[str, Any]]) -> list[JobStatus]:
         if not keys:
             return []
         states = self.store.job_states(keys)
+        live = Liveness.of(self.runners())
         now_ms = wall_ms()
         return [
-            _status(key, dict(state.fields), state.pending_triggers, registry.get(key), now_ms)
+            job_status(
+                key,
+                dict(state.fields),
+                state.pending_triggers,
+                registry.get(key),
+                now_ms=now_ms,
+                live=live,
+            )
             for key, state in zip(keys, states)
         ]
 
     def jobs(self) -> list[JobStatus]:
-        """Every job in the registry (written by runners at start), sorted by key."""
-        registry = self._registry()
+        """Every registered job, sorted by key, less those of removed dynamic schedules."""
+        registry = self._listed()
         return self._statuses(sorted(registry), registry)
 
     def job(self, key: str) -> JobStatus:
@@ -229,6 +144,11 @@ class Admin:
     def history(self, key: str, limit: int = 50) -> list[HistoryEntry]:
         """The latest ``limit`` run history entries of job ``key``, newest first."""
         return self.store.history(check_key(key), check_limit(limit))
+
+    def runners_with(self, key: str) -> Optional[int]:
+        """How many live runners have job ``key`` (None: a runner has too many jobs to
+        list them in its heartbeat, so it may)."""
+        return Liveness.of(self.runners()).runners(check_key(key))
 
     def runners(self) -> list[RunnerInfo]:
         """Every runner with a live heartbeat."""
@@ -271,33 +191,51 @@ class Admin:
 
     def pause_all(self) -> int:
         """Pause every registered job, and jobs registered from now on; how many were paused."""
-        keys = sorted(self._registry())
+        keys = sorted(self._listed())
         self.store.pause_all(keys)
         return len(keys)
 
     def resume_all(self) -> int:
         """Resume every registered job (also those paused one by one); how many."""
-        keys = sorted(self._registry())
+        keys = sorted(self._listed())
         self.store.resume_all(keys)
         return len(keys)
 
-    def trigger(self, key: str, *, force: bool = False) -> str:
+    def trigger(
+        self, key: str, *, force: bool = False, expires: Seconds = DEFAULT_TRIGGER_EXPIRES_S
+    ) -> str:
         """Ask for one run of job ``key`` now, on exactly one replica; the request id.
 
         The run is a *manual* slot: its own slot time (when it starts), fencing token
         and history entries (``kind`` ``manual``, ``trigger`` = the id), beside the
-        scheduled slots. Unless ``force``, it is dropped (history: ``skipped``) when the
-        job is paused, or when a run holds a live lease and the job's overlap is
-        ``skip``. A triggered run is not taken over if its replica dies.
+        scheduled slots. Unless ``force``, it is refused here when the job is paused,
+        and dropped (history: ``skipped``) when the job is paused by the time a replica
+        takes it, or a run holds a live lease and the job's overlap is ``skip``. A
+        request no replica has taken ``expires`` seconds from now (the store's clock) is
+        dropped, forced or not (history: ``skipped``, reason ``expired``): a trigger
+        made while no runner is alive does not run days later. A triggered run is not
+        taken over if its replica dies.
 
         Raises:
             KeyError: no runner has registered job ``key`` (nothing would run it).
+            TriggerRefused: the job is paused and ``force`` is not set.
+            ConfigurationError, TypeError: ``expires`` is not a positive duration.
         """
         check_key(key)
+        if not isinstance(force, bool):
+            raise TypeError(f"force must be True or False; got {force!r}")
+        expires_ms = seconds_to_ms(expires, "expires")
         if self.store.registry_entry(key) is None:
             raise KeyError(f"no runner has registered job {key!r} under prefix {self.prefix!r}")
+        if not force and self.store.job_states([key])[0].fields.get("paused") == "1":
+            raise TriggerRefused(
+                key,
+                f"job {key!r} is paused: a trigger would be dropped; resume it first, or "
+                "force the run",
+            )
         request_id = secrets.token_hex(6)
-        request = f"{request_id}|{'1' if force else '0'}|{wall_ms()}|{_me()}"
+        deadline_ms = self.store.time_ms() + expires_ms
+        request = f"{request_id}|{'1' if force else '0'}|{wall_ms()}|{_me()}|{deadline_ms}"
         self.store.queue_trigger(key, request, MAX_PENDING_TRIGGERS)
         return request_id
 
@@ -363,7 +301,12 @@ class Admin:
         return sorted(out, key=lambda s: s.id)
 
     def remove_schedule(self, schedule_id: str) -> bool:
-        """Delete a dynamic schedule; True if it existed. Runs in progress finish."""
+        """Delete a dynamic schedule; True if it existed. Runs in progress finish.
+
+        An id that is not stored changes nothing (runners are not told to reconcile).
+        """
+        if schedule_id not in self.store.schedules():
+            return False
         return self.store.remove_schedule(schedule_id)
 
     def __repr__(self) -> str:

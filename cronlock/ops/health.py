@@ -3,10 +3,13 @@
 Healthy (``ok``) means: Redis answers ``PING``, and the scheduler thread is alive and
 has woken within `STALL_AFTER_S` (it wakes at least every 5 s, idle or not).
 The operations thread (triggers, dynamic schedules, heartbeat) and dynamic schedules
-without a handler are reported as ``warnings``: they do not stop scheduled jobs.
+without a handler are reported as ``warnings``: they do not stop scheduled jobs. So is
+an observer that can be probed (the PostgreSQL audit log's `probe()`) and does not
+answer: runs go on, and its writes wait in memory.
 
 Meant for liveness/readiness probes: cheap (one PING, bounded by the client's socket
-timeout), never raises.
+timeout, plus one connection per probed observer, bounded by its connect timeout),
+never raises.
 
 Example:
     ```python
@@ -27,7 +30,7 @@ from cronlock._jsonable import jsonable
 from cronlock.clock import monotonic
 from cronlock.stores import RedisStore, Store
 
-__all__ = ["STALL_AFTER_S", "Health", "Probed", "Vitals", "check_health"]
+__all__ = ["STALL_AFTER_S", "Health", "Probed", "Vitals", "check_health", "probe_observers"]
 
 #: A scheduler thread that has not woken for this long is reported stalled: twice its
 #: longest sleep (``cronlock.runner.scheduler.MAX_SLEEP_S``, 30 s) plus a margin.
@@ -53,6 +56,8 @@ class Health:
         store: the store answered its ping (``PING`` on Redis, a query on SQL stores).
         store_latency_ms: how long it took (None when it failed).
         store_kind: which store, e.g. ``RedisStore(prefix='app')``.
+        observers: what each observer with a ``probe()`` answered (``name``, ``ok``,
+            ``latency_ms``, ``error``): the PostgreSQL audit log's connection.
     """
 
     ok: bool
@@ -68,6 +73,7 @@ class Health:
     store: bool = False
     store_latency_ms: Optional[float] = None
     store_kind: str = ""
+    observers: tuple[Mapping[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able fields."""
@@ -103,6 +109,9 @@ class Probed(Protocol):
 
     def vitals(self) -> Vitals: ...
 
+    @property
+    def observers(self) -> tuple[object, ...]: ...
+
 
 def check_health(runner: Probed) -> Health:
     """Probe ``runner``: one PING of its store, plus what its threads last recorded."""
@@ -130,6 +139,12 @@ def check_health(runner: Probed) -> Health:
         warnings.append("not subscribed to the events channel (reconnecting)")
     for sid, task in sorted(vitals.unhandled.items()):
         warnings.append(f"dynamic schedule {sid!r} names task {task!r}, which has no handler here")
+    probes = probe_observers(runner.observers)
+    for probe in probes:
+        if not probe["ok"]:
+            warnings.append(
+                f"{probe['name']} unreachable ({probe['error']}); runs go on, its writes wait"
+            )
     return Health(
         ok=not problems,
         redis=redis_ok,
@@ -144,4 +159,20 @@ def check_health(runner: Probed) -> Health:
         store=redis_ok,
         store_latency_ms=latency,
         store_kind=repr(runner.store),
+        observers=probes,
     )
+
+
+def probe_observers(observers: tuple[object, ...]) -> tuple[Mapping[str, Any], ...]:
+    """What each observer with a ``probe()`` answers (an object with ``as_dict()``)."""
+    out = []
+    for observer in observers:
+        probe = getattr(observer, "probe", None)
+        if not callable(probe):
+            continue
+        try:
+            found = dict(probe().as_dict())
+        except Exception as error:  # a probe that raises is a failed probe
+            found = {"name": repr(observer), "ok": False, "latency_ms": None, "error": str(error)}
+        out.append(found)
+    return tuple(out)

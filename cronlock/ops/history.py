@@ -13,7 +13,7 @@ appended by the claim, trigger and finish scripts themselves (no extra round tri
 | ``abandoned``  | after ``max_attempts``, or an older run kept beside a newer slot, unfinished |
 | ``expired``    | the run never finished and a newer slot started (overlap ``skip``/``allow``) |
 | ``replaced``   | overlap ``replace``: a newer slot cut this run short                         |
-| ``skipped``    | a trigger was dropped (``reason`` ``paused`` or ``busy``)                    |
+| ``skipped``    | a trigger was dropped (``reason`` ``paused``, ``busy`` or ``expired``)       |
 | ``restored``   | not a run: a runner put back a pause or schedule Redis had lost (``reason``) |
 
 Retention: ``CronRunner(history_max=1000, history_max_age=timedelta(days=7))`` caps

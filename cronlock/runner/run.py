@@ -50,6 +50,7 @@ class Run:
         on_end: Callable[[Run], None],
         kind: RunKind = RunKind.SCHEDULED,
         start_ms: int = 0,
+        trigger_id: Optional[str] = None,
     ) -> None:
         self.host = host
         self.on_end = on_end  # told when the run is over (its worker is free)
@@ -69,6 +70,8 @@ class Run:
             fencing_token=fence,
             payload=job.options.payload,
             runner_id=host.runner_id,
+            kind=str(kind),
+            trigger_id=trigger_id,
         )
         self.lost = False
         self.error: Optional[BaseException] = None
@@ -324,6 +327,8 @@ class Run:
             finished_at=utc_now(),
             error_type=type(error).__name__ if error is not None else None,
             traceback=format_traceback(error) if error is not None else None,
+            kind=self.kind,
+            trigger_id=self.ctx.trigger_id,
         )
 
     def _error_context(self, phase: str) -> ErrorContext:

@@ -19,6 +19,13 @@ from cronlock.stores.types import TriggerClaim, TriggerReply
 
 logger = logging.getLogger("cronlock")
 
+#: Why a trigger was dropped, for the log (history records the reason too).
+_DROPPED = {
+    TriggerStatus.PAUSED: "the job is paused",
+    TriggerStatus.BUSY: "a run is still going (overlap skip; use force)",
+    TriggerStatus.EXPIRED: "it expired before a replica took it",
+}
+
 
 class Triggers:
     """Starts every pending manual run of this runner's jobs that it wins."""
@@ -68,9 +75,7 @@ class Triggers:
                         "cronlock: trigger %s of job %r dropped: %s",
                         reply.trigger_id,
                         key,
-                        "the job is paused"
-                        if reply.status == TriggerStatus.PAUSED
-                        else "a run is still going (overlap skip; use force)",
+                        _DROPPED.get(reply.status, reply.status),
                     )
                     continue
                 started += self._launch(job, owner, reply, sent_at, inline)
@@ -100,5 +105,6 @@ class Triggers:
             slot_ms=reply.slot_ms,
             on_end=self.scheduler.run_ended,
             kind=RunKind.MANUAL,
+            trigger_id=reply.trigger_id,
         )
         return self.scheduler.launch(run, inline)

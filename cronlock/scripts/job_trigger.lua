@@ -16,12 +16,15 @@
 -- ARGV[5]  history: keep at most this many entries (0: no history)
 -- ARGV[6]  history: drop entries older than this many ms (0: no age limit)
 --
--- A request is "id|force|requested_ms|requested_by"; force ("1") ignores pause and overlap.
+-- A request is "id|force|requested_ms|requested_by|expires_ms"; force ("1") ignores pause
+-- and overlap; a request taken at or after expires_ms (this server's clock, ms) is dropped
+-- whatever force says. Requests of older versions have no expires_ms: they never expire.
 --
 -- Reply:
 --   {"none"}                                 no request is waiting
 --   {"won", slot, fence, lease_until, id}    this replica runs it
 --   {"paused", id} / {"busy", id}            request dropped (history says why)
+--   {"expired", id}                          request dropped: taken after expires_ms
 --   {"corrupt", type}                        the state key is not a hash we wrote
 local key = KEYS[1]
 local kind = redis.call('TYPE', key)['ok']
@@ -32,7 +35,11 @@ local request = redis.call('LPOP', KEYS[2])
 if not request then
   return {'none'}
 end
-local id, force, requested, by = string.match(request, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+local id, force, requested, by, expires =
+  string.match(request, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|(%d+)$')
+if not id then
+  id, force, requested, by = string.match(request, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+end
 if not id then
   return {'corrupt', 'trigger'}
 end
@@ -52,6 +59,10 @@ local function history(...)
   end
 end
 
+if expires and now >= tonumber(expires) then
+  history('event', 'skipped', 'reason', 'expired', 'holder', ARGV[4], 'expires', expires)
+  return {'expired', id}
+end
 local st = redis.call('HMGET', key, 'status', 'lease', 'fence', 'paused')
 if force ~= '1' then
   if st[4] == '1' then

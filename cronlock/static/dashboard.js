@@ -45,6 +45,11 @@
     call("POST", "/jobs/" + encodeURIComponent(key) + "/" + action, {})
       .then(function (data) {
         if (action === "trigger") {
+          if (data.warning) {
+            say("Run of " + key + " requested (" + data.request_id + "), but " + data.warning, true);
+            button.disabled = false;
+            return;
+          }
           say("Run of " + key + " requested (" + data.request_id + ")", false);
           window.setTimeout(function () { window.location.reload(); }, 1500);
         } else {

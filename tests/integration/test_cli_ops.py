@@ -129,7 +129,8 @@ def test_runners_lists_a_replica_process(server: RedisServer, fleet: Fleet) -> N
 
 
 def test_pause_resume_and_pause_all(server: RedisServer) -> None:
-    """pause/resume KEY and --all write the flags; an unknown KEY exits 1; KEY+--all is 2."""
+    """pause/resume KEY and --all write the flags; an unknown KEY is refused (3) unless
+    --force; KEY+--all is 2."""
     seeded(server)
     admin = Admin(redis.Redis.from_url(server.url), PREFIX)
     assert ops(server, "pause", "report").returncode == 0
@@ -141,7 +142,15 @@ def test_pause_resume_and_pause_all(server: RedisServer) -> None:
     assert all(j.paused for j in admin.jobs())
     assert ops(server, "resume", "--all").returncode == 0
     assert not any(j.paused for j in admin.jobs())
-    assert ops(server, "pause", "typo").returncode == 1
+    refused = ops(server, "pause", "typo")
+    assert refused.returncode == 3  # no runner has it: refused, nothing written
+    assert "'typo'" in refused.stderr
+    assert "--force" in refused.stderr
+    assert not admin.job("report").paused
+    with pytest.raises(KeyError):
+        admin.job("typo")
+    assert ops(server, "pause", "typo", "--force").returncode == 0
+    assert admin.job("typo").paused
     assert ops(server, "pause", "report", "--all").returncode == 2
 
 

@@ -1,7 +1,6 @@
 """PostgresHistory against the real PostgreSQL server of this machine, fed by real runs.
 
-The server is ``CRONLOCK_TEST_POSTGRES_DSN`` or ``postgresql://postgres@127.0.0.1:5432/test``
-(trust auth). Each test creates its own schema (a unique name) and drops it afterwards.
+The server and the schema of each test come from ``tests/pg.py``.
 Outages are simulated with a TCP forwarder in front of the server that the test switches
 off and on; the machine's PostgreSQL itself is never stopped. Without a reachable server
 these tests skip, naming the DSN; under ``CI=true`` they fail instead.
@@ -15,10 +14,9 @@ import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
@@ -26,12 +24,12 @@ import redis
 from cronlock import ConfigurationError, CronRunner, FakeClock, JobContext
 from cronlock.observers import RunRecord
 from cronlock.testing import free_port, wait_until
-from tests import procs
+from tests import pg, procs
 
 psycopg = pytest.importorskip("psycopg")
 from cronlock.postgres import COLUMNS, PostgresHistory  # noqa: E402
 
-DSN = os.environ.get("CRONLOCK_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+DSN = pg.DSN
 T0 = 1_800_000_000.0  # a multiple of 10 s
 PREFIX = "pg"
 
@@ -42,50 +40,12 @@ def _dsn_with(host: str, port: int) -> str:
     return str(psycopg.conninfo.make_conninfo(**params))
 
 
-@pytest.fixture
-def schema() -> Iterator[str]:
-    """A fresh schema on the real server, dropped after the test."""
-    try:
-        conn = psycopg.connect(DSN, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        reason = (
-            f"!!! PostgreSQL NOT REACHABLE at {DSN!r} ({exc}); the PostgresHistory tests "
-            "did not run. Set CRONLOCK_TEST_POSTGRES_DSN to a server with trust auth. !!!"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + " -- CI must have one", pytrace=False)
-        pytest.skip(reason)
-    name = f"cronlock_test_{uuid.uuid4().hex[:12]}"
-    with conn:
-        conn.execute(f'CREATE SCHEMA "{name}"')
-        try:
-            yield name
-        finally:
-            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
-
-
-@pytest.fixture
-def histories() -> Iterator[list[PostgresHistory]]:
-    """Histories made by a test; all closed (writer stopped) before its schema is dropped."""
-    made: list[PostgresHistory] = []
-    yield made
-    for history in made:
-        history.close(timeout=2)
-
-
 def _history(made: list[PostgresHistory], dsn: str, schema: str, **kw: Any) -> PostgresHistory:
-    kw.setdefault("flush_interval", 0.05)
-    history = PostgresHistory(dsn, schema=schema, **kw)
-    made.append(history)
-    return history
+    return cast(PostgresHistory, pg.history(made, dsn, schema, **kw))
 
 
 def _rows(schema: str, table: str = "cronlock_runs") -> list[dict[str, Any]]:
-    with psycopg.connect(DSN) as conn:
-        cur = conn.execute(
-            f'SELECT {", ".join(COLUMNS)} FROM "{schema}"."{table}" ORDER BY slot, id'
-        )
-        return [dict(zip(COLUMNS, row)) for row in cur.fetchall()]
+    return pg.table_rows(schema, table)
 
 
 def _record(key: str = "job", status: str = "succeeded", token: int = 1) -> RunRecord:
@@ -211,7 +171,9 @@ def test_runs_are_written_with_their_fields(
         assert row["duration"] == pytest.approx(span, abs=1e-3)
         assert row["error_type"] is None
         assert row["traceback"] is None
-    assert history.written == 3
+        assert row["kind"] == "scheduled"
+        assert row["trigger_id"] is None
+    assert history.written == 6  # each run: its start row, then its end
     assert history.dropped == 0
 
 
@@ -286,6 +248,8 @@ def test_table_has_the_documented_columns_and_indexes(
     assert columns == {"id", *COLUMNS}
     assert any("(job, started_at)" in d for d in indexes)
     assert any(d.endswith("(started_at)") for d in indexes)
+    assert any("(job, slot)" in d for d in indexes)
+    assert any(d.startswith("CREATE UNIQUE INDEX") and d.endswith("(run_id)") for d in indexes)
 
 
 def test_replicas_creating_the_table_together_do_not_race(
@@ -333,7 +297,7 @@ def test_unreachable_postgres_neither_breaks_nor_slows_runs(
     assert _step_through(runner, clock, 10) == 10
     assert len(ran) == 10
     assert history.pending == 3
-    assert history.dropped == 7
+    assert history.dropped == 17  # 10 runs: 20 writes (start and end), 3 kept
     assert history.written == 0
     drops = [r for r in caplog.records if "dropped" in r.getMessage()]
     assert len(drops) == 1  # rate-limited: one WARNING, not one per record
@@ -341,7 +305,7 @@ def test_unreachable_postgres_neither_breaks_nor_slows_runs(
     wait_until(lambda: any("cannot write" in r.getMessage() for r in caplog.records))
     assert not history.close(timeout=0.5)  # nothing could be written
     wait_until(lambda: history.pending == 0)  # the writer gives up soon after the timeout
-    assert history.dropped == 10
+    assert history.dropped == 20
 
 
 def test_a_hanging_postgres_does_not_hold_up_runs(
@@ -363,7 +327,7 @@ def test_a_hanging_postgres_does_not_hold_up_runs(
         assert _step_through(runner, clock, 10) == 10
         # A synchronous write would wait connect_timeout (5 s) per run: 50 s. Loose bound.
         assert time.monotonic() - started < 4
-        assert history.pending == 10
+        assert history.pending == 20
     finally:
         silent.close()
 
@@ -394,14 +358,14 @@ def test_writes_resume_when_postgres_comes_back(
     wait_until(lambda: any("cannot write" in r.getMessage() for r in caplog.records))
     assert history.written == 0
     forwarder.set_up(True)
-    wait_until(lambda: history.written == 2, timeout=30)
+    wait_until(lambda: history.written == 4, timeout=30)
     forwarder.set_up(False)  # cuts the writer's open connection
     run_slot(2)
     run_slot(3)
     time.sleep(0.3)  # let it fail at least once on the cut connection
-    assert history.written == 2
+    assert history.written == 4
     forwarder.set_up(True)
-    wait_until(lambda: history.written == 4, timeout=30)
+    wait_until(lambda: history.written == 8, timeout=30)
     assert history.dropped == 0
     assert len(_rows(schema)) == 4
     assert any("writing again" in r.getMessage() for r in caplog.records)
@@ -417,7 +381,7 @@ def test_a_forked_child_writes_through_its_own_connection(
     history = _history(histories, DSN, schema, flush_interval=0.05)
     history.run_finished(_record(token=1))
     wait_until(lambda: history.written == 1, timeout=30)
-    conn = history._conn
+    conn = history.writer.conn
     assert conn is not None
     backend = conn.info.backend_pid
     history.flush_interval = 60.0  # the next row waits in the parent's buffer over the fork
@@ -427,7 +391,11 @@ def test_a_forked_child_writes_through_its_own_connection(
     if pid == 0:  # the child: report through the exit status only
         code = 1
         try:
-            if history.pending == 0 and history._conn is None and history._thread is None:
+            if (
+                history.pending == 0
+                and history.writer.conn is None
+                and history.writer.thread is None
+            ):
                 history.flush_interval = 0.05
                 history.run_finished(_record(key="child", token=3))
                 code = 0 if history.close(timeout=20) and history.written == 1 else 2
@@ -435,7 +403,8 @@ def test_a_forked_child_writes_through_its_own_connection(
             os._exit(code)
     assert procs.reap(pid) == 0
     assert history.close(timeout=30)
-    assert history._conn is None or history._conn.info.backend_pid == backend
+    conn = history.writer.conn
+    assert conn is None or conn.info.backend_pid == backend
     rows = _rows(schema)
     assert sorted((r["job"], r["fencing_token"]) for r in rows) == [
         ("child", 3),
@@ -454,7 +423,7 @@ def test_records_after_close_are_dropped_and_counted(
     history.run_finished(_record())
     assert history.dropped == 1
     assert history.pending == 0
-    assert history._thread is None
+    assert history.writer.thread is None
 
 
 def test_construction_checks_its_arguments_and_starts_nothing() -> None:
@@ -472,6 +441,6 @@ def test_construction_checks_its_arguments_and_starts_nothing() -> None:
     threads = threading.active_count()
     history = PostgresHistory(_dsn_with("127.0.0.1", free_port()))
     assert threading.active_count() == threads
-    assert history._thread is None
-    assert history._conn is None
+    assert history.writer.thread is None
+    assert history.writer.conn is None
     assert history.close()

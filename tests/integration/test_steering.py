@@ -119,13 +119,14 @@ def test_scheduled_slots_continue_beside_a_trigger(client: redis.Redis) -> None:
 
 
 def test_trigger_respects_pause_and_overlap_unless_forced(client: redis.Redis) -> None:
-    """Paused, or a live run under overlap "skip": dropped with a "skipped" entry; force runs."""
+    """Paused once queued, or a live run under overlap "skip": dropped with a "skipped"
+    entry; force runs."""
     runs: list[Any] = []
     r = replica(client, runs)
     admin = Admin(client, PREFIX)
     r.sync()
-    admin.pause("job")
     admin.trigger("job")
+    admin.pause("job")  # after the request was queued: the replica drops it
     r.sync()
     assert runs == []
     assert admin.history("job", limit=1)[0].reason == "paused"

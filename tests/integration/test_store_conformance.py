@@ -226,6 +226,18 @@ def test_a_trigger_of_a_paused_or_busy_job_is_dropped_unless_forced(store: Store
     assert reasons == ["busy", "paused"]
 
 
+def test_a_trigger_taken_after_its_expiry_is_dropped_even_when_forced(store: Store) -> None:
+    now = store.time_ms()
+    take = TriggerClaim("a", "me", 30_000, "allow", "h:1:me", KEEP)
+    store.queue_trigger("a", f"t1|1|{now}|ops|{now}", 100)  # expired: forced or not
+    store.queue_trigger("a", f"t2|0|{now}|ops|{now + 60_000}", 100)
+    expired = store.take_trigger(take)
+    assert (expired.status, expired.trigger_id) == (TriggerStatus.EXPIRED, "t1")
+    assert store.take_trigger(take).status is TriggerStatus.WON
+    [skipped] = [e for e in store.history("a", 10) if e.event == "skipped"]
+    assert (skipped.reason, skipped.trigger_id) == ("expired", "t1")
+
+
 def test_pending_triggers_keep_only_the_latest(store: Store) -> None:
     for n in range(5):
         store.queue_trigger("a", f"t{n}|0|1000|ops", 3)

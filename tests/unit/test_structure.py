@@ -33,7 +33,7 @@ MAX_LINES = 400
 
 #: What is left to remove, counted on the way to zero (each step of the restructuring
 #: lowers these; a count above its budget fails).
-BUDGET = {"cycles": 0, "private reaches": 0, "long modules": 1}
+BUDGET = {"cycles": 0, "private reaches": 0, "long modules": 0}
 
 #: Private names of other libraries that cronlock uses on purpose, each with its reason.
 #: They are not another *cronlock* module's members, so they are not counted.

@@ -276,7 +276,7 @@ def trigger(
             lease_until_ms=int(reply[3]),
             trigger_id=text(reply[4]),
         )
-    if status in (TriggerStatus.PAUSED, TriggerStatus.BUSY):
+    if status in (TriggerStatus.PAUSED, TriggerStatus.BUSY, TriggerStatus.EXPIRED):
         return TriggerReply(status, trigger_id=text(reply[1]))
     if status == TriggerStatus.CORRUPT:
         return TriggerReply(status, trigger_id=text(reply[1]))

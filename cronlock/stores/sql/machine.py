@@ -34,7 +34,9 @@ _LEASE_END = re.compile(r":(\d+)$")
 # "slot:lease_until" (a triggered run).
 _ALLOWED_RUN = re.compile(r"^(\d+):(\d+):(\d+):(.*):\d+$", re.DOTALL)
 _TRIGGERED_RUN = re.compile(r"^(\d+):")
-_REQUEST = re.compile(r"^([^|]*)\|([^|]*)\|([^|]*)\|(.*)$", re.DOTALL)
+# "id|force|requested_ms|requested_by|expires_ms"; older versions' requests lack the last.
+_REQUEST = re.compile(r"^([^|]*)\|([^|]*)\|([^|]*)\|([^|]*)\|(\d+)$")
+_REQUEST_V1 = re.compile(r"^([^|]*)\|([^|]*)\|([^|]*)\|(.*)$", re.DOTALL)
 _FINISH_EVENTS = {"done": "succeeded", "failed": "failed", "handover": "cancelled"}
 
 
@@ -333,9 +335,14 @@ def trigger(
     if request is None:
         return TriggerReply(TriggerStatus.NONE)
     parsed = _REQUEST.match(request)
-    if parsed is None:
-        return TriggerReply(TriggerStatus.CORRUPT, trigger_id="trigger")
-    trigger_id, force, requested, by = parsed.groups()
+    expires: Optional[str] = None
+    if parsed is not None:
+        trigger_id, force, requested, by, expires = parsed.groups()
+    else:
+        parsed = _REQUEST_V1.match(request)
+        if parsed is None:
+            return TriggerReply(TriggerStatus.CORRUPT, trigger_id="trigger")
+        trigger_id, force, requested, by = parsed.groups()
 
     def history(**fields: str) -> None:
         if c.retention.max_entries > 0:
@@ -349,6 +356,9 @@ def trigger(
                 }
             )
 
+    if expires is not None and now >= int(expires):
+        history(event="skipped", reason="expired", holder=c.holder, expires=expires)
+        return TriggerReply(TriggerStatus.EXPIRED, trigger_id=trigger_id)
     if force != "1":
         if state.get("paused") == "1":
             history(event="skipped", reason="paused", holder=c.holder)
