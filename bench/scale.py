@@ -28,6 +28,7 @@ checkout), alternating before and after, so the two columns share the machine's 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import sys
@@ -213,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", default="", help="an older checkout: its column too")
     parser.add_argument("--after", default="", help="the checkout of the after column")
     parser.add_argument("--ttl", type=int, default=5, help="the jobs' lease, s (default 5)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures here")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive fleet")
     args = parser.parse_args(argv)
     replicas = args.replicas or ([2, 8] if args.quick else [2, 8, 24])
@@ -231,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "| duplicates | missed |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    points: list[dict[str, Any]] = []
     for r in replicas:
         for j in jobs:
             kinds = [("before", args.before)] if args.before else []
@@ -241,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
                 kind = "naive" if label == "naive" else "cronlock"
                 m = measure(kind, r, j, seconds, checkout=checkout, ttl=args.ttl)
                 print(row(label, r, j, m), flush=True)
+                points.append({"replicas": r, "jobs": j, "fleet": label, **m})
+                if args.json:  # after every point: a long run keeps what it measured
+                    with open(args.json, "w", encoding="utf-8") as f:
+                        json.dump({"seconds": seconds, "ttl": args.ttl, "points": points}, f)
     return 0
 
 
