@@ -42,8 +42,8 @@ CLAIM_BATCH = 500
 # slot's boundary in its worker thread, so the claim's round trip is not part of the
 # handler's start delay. (``run_pending`` never claims early.)
 CLAIM_LEAD_MS = 5
-# Beyond one claim per idle worker, a batch holds the claims the workers are expected to
-# start within this long, judged by each job's last run here: 1,000 short jobs due
+# Beyond one claim per idle worker, a batch holds the claims the idle workers are expected
+# to start within this long, judged by each job's last run here: 1,000 short jobs due
 # together go out in a few pipelines instead of batches of 8, while jobs that keep a
 # worker longer, or never ran here, are claimed one per idle worker, as before.
 CLAIM_HORIZON_MS = 50
@@ -359,7 +359,7 @@ class Scheduler:
 
     def budget(self) -> Budget:
         """What a claim batch may hold beyond the idle workers (under ``cond``)."""
-        return Budget(self.max_workers * CLAIM_HORIZON_MS)
+        return Budget(CLAIM_HORIZON_MS)
 
     def run_ended(self, run: Run) -> None:
         with self.cond:

@@ -62,17 +62,18 @@ class Entry:
 
 @dataclass
 class Budget:
-    """Worker time (ms) this runner may commit beyond its idle workers in one claim batch.
+    """Worker time (ms) each idle worker may take on beyond its own claim in one batch.
 
     A claim costs its job's last run here (``Job.busy_ms``); a job that never ran here
-    ends the extension: its run could keep a worker for any time.
+    ends the extension: its run could keep a worker for any time. Busy workers add
+    nothing: their runs may last any time too.
     """
 
-    ms: float
+    ms_per_worker: float
 
-    def fits(self, entries: list[Entry]) -> int:
-        """How many of ``entries``, in order, fit in the budget."""
-        left = self.ms
+    def fits(self, entries: list[Entry], idle: int) -> int:
+        """How many of ``entries``, in order, ``idle`` workers take on within the budget."""
+        left = self.ms_per_worker * idle
         for n, entry in enumerate(entries):
             cost = entry.job.busy_ms
             if cost is None:
@@ -253,12 +254,12 @@ class SlotQueue:
         A replica that won more slots than it has workers would start the rest late
         (and their next slots would find them busy) while other replicas' workers sat
         idle. So the claims sent are one per idle worker, plus, with ``budget``, those
-        its workers are expected to start within the budget's horizon (jobs whose last
-        runs were short). The others wait in the backlog, in order, for a worker of
+        its idle workers are expected to start within the budget's horizon (jobs whose
+        last runs were short). The others wait in the backlog, in order, for a worker of
         this runner to be free; meanwhile a replica with idle workers claims them.
         """
         idle = max(self.max_workers - running, 0)
-        count = idle + (budget.fits(claims[idle:]) if budget is not None else 0)
+        count = idle + (budget.fits(claims[idle:], idle) if budget is not None else 0)
         if len(claims) <= count:
             return claims
         send, wait = claims[:count], claims[count:]
@@ -276,7 +277,7 @@ class SlotQueue:
         them, or nobody had a worker in time)."""
         idle = self.max_workers - running
         if idle > 0 and budget is not None:
-            idle += budget.fits(list(itertools.islice(self.backlog, idle, idle + 500)))
+            idle += budget.fits(list(itertools.islice(self.backlog, idle, idle + 500)), idle)
         batch: list[Entry] = []
         while self.backlog and len(batch) < idle:
             entry = self.backlog.popleft()

@@ -36,8 +36,16 @@ def test_short_runs_that_fit_the_horizon_join_the_batch() -> None:
 
 def test_a_job_that_never_ran_here_ends_the_extension() -> None:
     """Its run could keep a worker for any time: nothing behind it joins the batch."""
-    assert Budget(10).fits(_entries(1.0, None, 1.0)) == 1
-    assert Budget(10).fits(_entries(0.0, 0.0)) == 2  # a run costs at least MIN_RUN_MS
+    assert Budget(10).fits(_entries(1.0, None, 1.0), idle=1) == 1
+    assert Budget(10).fits(_entries(0.0, 0.0), idle=1) == 2  # a run costs at least MIN_RUN_MS
+
+
+def test_only_idle_workers_take_on_more() -> None:
+    """Two workers, one busy: the budget is one worker's; none idle: nothing is sent."""
+    queue = SlotQueue(StatsCounter(), max_workers=2)
+    claims = _entries(4.0, 4.0, 4.0, 4.0)
+    assert queue.within_capacity(claims, 1, Budget(10)) == claims[:3]
+    assert queue.within_capacity(_entries(1.0), 2, Budget(10)) == []
 
 
 def test_the_backlog_is_drained_by_the_budget_too() -> None:
