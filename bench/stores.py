@@ -15,6 +15,8 @@ Sections (each runs once per store, the stores one after another in the same run
 4. burst: 1,000 jobs due in the same second on one runner: start delay p50/p99.
 5. cost: store round trips (Redis commands; SQL transactions and statements) per
    job-slot for the winner and for each loser, 4 runners in one process.
+6. lock: ``store_lock`` acquire + release cycles per second, one thread (median of
+   slices; with and without renew), and 4 threads contending for one key with ``wait``.
 
 Redis is a private server started here; SQLite a file in a temporary directory;
 PostgreSQL the DSN given (``--postgres-dsn``), in a schema of its own that is dropped.
@@ -38,7 +40,7 @@ from typing import Any, Callable
 import redis
 
 from cronlock import CronRunner, FakeClock, IntervalSchedule, JobContext
-from cronlock.stores import RedisStore, SqliteStore, Store
+from cronlock.stores import RedisStore, SqliteStore, Store, store_lock
 from cronlock.testing import RedisServer
 
 Spec = tuple[str, str]  # (kind, where): ("redis", url), ("sqlite", path), ("postgres", dsn)
@@ -305,12 +307,61 @@ class _CountingCursor:
         return self._cur.executemany(*args)
 
 
+# -- 6. lock ---------------------------------------------------------------------------------
+
+
+def _lock_rate(store: Store, seconds: float, renew: bool) -> float:
+    key = "bench-" + uuid.uuid4().hex[:6]
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(10):
+            store_lock(store, key, ttl=10, renew=renew).acquire().release()
+        count += 10
+    return count / (time.perf_counter() - start)
+
+
+def _contended_rate(store: Store, seconds: float, threads: int = 4) -> float:
+    key = "bench-" + uuid.uuid4().hex[:6]
+    counts = [0] * threads
+    stop = threading.Event()
+
+    def worker(i: int) -> None:
+        while not stop.is_set():
+            with store_lock(store, key, ttl=10, wait=30):
+                counts[i] += 1
+
+    pool = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    start = time.perf_counter()
+    for t in pool:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in pool:
+        t.join(60)
+    return sum(counts) / (time.perf_counter() - start)
+
+
+def section_lock(spec: Spec, quick: bool) -> str:
+    """Lock cycles (acquire + release, a fresh key per slice) per second."""
+    store = open_store(spec, "lock-" + uuid.uuid4().hex[:6])
+    slices, seconds = (3, 0.3) if quick else (9, 0.5)
+    _lock_rate(store, 0.2, False)  # warm-up: scripts loaded, tables created
+    plain = sorted(_lock_rate(store, seconds, False) for _ in range(slices))[slices // 2]
+    renewed = sorted(_lock_rate(store, seconds, True) for _ in range(slices))[slices // 2]
+    contended = _contended_rate(store, seconds * 3)
+    return (
+        f"{plain:,.0f} cycles/s ({1000 / plain:.2f} ms each), renew=True {renewed:,.0f}/s;"
+        f" 4 threads on one key with wait: {contended:,.0f} acquisitions/s"
+    )
+
+
 SECTIONS: dict[str, Callable[[Spec, bool], str]] = {
     "precision": section_precision,
     "fleet": section_fleet,
     "takeover": section_takeover,
     "burst": section_burst,
     "cost": section_cost,
+    "lock": section_lock,
 }
 
 

@@ -42,7 +42,7 @@ from cronlock.runner import forks as runner_forks
 from cronlock.stores import Store
 from cronlock.testing import RedisServer
 from tests import procs
-from tests.stores import STORE_KINDS, fresh_prefix, redis_store, sqlite_store
+from tests.stores import STORE_KINDS, fresh_prefix, postgres_store, redis_store, sqlite_store
 
 #: Read once, at collection; the live environment is never consulted in fixtures.
 EXTRA_URL: Optional[str] = os.environ.get("CRONLOCK_TEST_REDIS_URL") or None
@@ -100,6 +100,27 @@ def redis_server() -> Iterator[RedisServer]:
     server.stop()
     if left:
         pytest.fail(f"runners still started at the end of the run: {_describe(left)}")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """One private PostgreSQL for the whole run (``tests/pgserver.py``); without its
+    binaries or psycopg the tests using it skip, naming why (under ``CI=true`` they fail)."""
+    try:
+        pytest.importorskip("psycopg", reason="psycopg (the postgres extra) is not installed")
+        from tests.pgserver import PostgresServer
+
+        server = PostgresServer()
+    except (FileNotFoundError, pytest.skip.Exception) as exc:
+        reason = f"no private PostgreSQL for these tests: {exc}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + " (CI must have one)", pytrace=False)
+        pytest.skip(reason)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
@@ -180,6 +201,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     made: Store
     if request.param == "redis":
         made = redis_store(request.getfixturevalue("redis_server").url, prefix)
+    elif request.param == "postgres":
+        made = postgres_store(request.getfixturevalue("pg_server").dsn, prefix)
     else:
         made = sqlite_store(tmp_path, prefix)
     yield made

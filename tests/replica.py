@@ -23,7 +23,11 @@ replica records what the fault checker needs to know about leases, observed at t
 Redis runs on the same host in these tests, so its ``TIME`` and ``time.time()`` here are
 the same clock (an ``--offset`` skews only the runner's clock, never the records).
 Topology: a URL (``redis://``, ``rediss://``, a proxy's URL), ``--sentinel
-host:port,host:port --service NAME``, or ``--cluster`` (the URL is one node).
+host:port,host:port --service NAME``, or ``--cluster`` (the URL is one node). A
+``postgresql://`` URL runs the replica on a `PostgresStore` and a ``sqlite:///`` URL on a
+`SqliteStore` instead (its calls wait at
+most ``--store-timeout`` seconds); PostgreSQL's ``clock_timestamp()`` is this host's
+clock too.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster", action="store_true")
     parser.add_argument("--wait-replicas", type=int, default=0)
     parser.add_argument("--wait-timeout", type=float, default=1.0)
+    parser.add_argument("--store-timeout", type=float, default=2.0, help="PostgresStore timeout")
     args = parser.parse_args(argv)
 
     record = Path(args.record_dir) / f"{os.getpid()}.jsonl"
@@ -99,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jump:
         period, amount = (float(x) for x in args.jump.split(":"))
         clock = JumpingClock(args.offset, period, amount)
-    record_leases(log)
+    record_leases(log, type(client) if hasattr(client, "claim_slots") else None)
     runner = CronRunner(
         client,
         prefix=args.prefix,
@@ -138,7 +143,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def make_client(args: argparse.Namespace) -> Any:
-    """The redis-py client for the topology the arguments name."""
+    """The redis-py client for the topology the arguments name (a store for PostgreSQL)."""
+    if args.url.startswith(("postgresql://", "postgres://")):
+        from cronlock.stores.postgres import PostgresStore
+
+        return PostgresStore(args.url, args.prefix, timeout=args.store_timeout)
+    if args.url.startswith("sqlite:"):
+        from cronlock.stores import from_url
+
+        return from_url(args.url, prefix=args.prefix, busy_timeout=args.store_timeout)
     timeouts: dict[str, Any] = {
         "socket_timeout": args.socket_timeout,
         "socket_connect_timeout": 1.0,
@@ -161,12 +174,13 @@ def make_client(args: argparse.Namespace) -> Any:
     return redis.Redis.from_url(args.url, **timeouts)
 
 
-def record_leases(log: RecordFn) -> None:
-    """Record won claims and successful renewals (wraps the store methods the runner
-    calls; the calls themselves are unchanged)."""
+def record_leases(log: RecordFn, store_class: Any = None) -> None:
+    """Record won claims and successful renewals (wraps the methods of ``store_class``,
+    default `RedisStore`, that the runner calls; the calls themselves are unchanged)."""
     from cronlock.stores import ClaimReply, ClaimStatus, RedisStore
 
-    claim_slots, renew, finish = RedisStore.claim_slots, RedisStore.renew, RedisStore.finish
+    cls = store_class or RedisStore
+    claim_slots, renew, finish = cls.claim_slots, cls.renew, cls.finish
 
     def claim_logged(self: RedisStore, claims: Any, *args: Any) -> Any:
         replies = claim_slots(self, claims, *args)
@@ -199,9 +213,9 @@ def record_leases(log: RecordFn) -> None:
         log(event="finish", job=key, slot=slot_ms, owner=owner, outcome=outcome, ok=ok)
         return ok
 
-    RedisStore.claim_slots = claim_logged  # type: ignore[method-assign]
-    RedisStore.renew = renew_logged  # type: ignore[method-assign]
-    RedisStore.finish = finish_logged  # type: ignore[method-assign]
+    cls.claim_slots = claim_logged
+    cls.renew = renew_logged
+    cls.finish = finish_logged
 
 
 def _interval(seconds: float) -> Any:

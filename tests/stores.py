@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from cronlock.stores import RedisStore, SqliteStore
 
-STORE_KINDS = ["redis", "sqlite"]
+if TYPE_CHECKING:
+    from cronlock.stores.postgres import PostgresStore
+
+STORE_KINDS = ["redis", "sqlite", "postgres"]
 
 
 def fresh_prefix() -> str:
@@ -28,3 +31,10 @@ def redis_store(url: str, prefix: str) -> RedisStore:
 
 def sqlite_store(directory: Path, prefix: str, **options: Any) -> SqliteStore:
     return SqliteStore(directory / "cronlock.db", prefix=prefix, **options)
+
+
+def postgres_store(dsn: str, prefix: str, **options: Any) -> PostgresStore:
+    """A store on ``dsn`` (imported here: psycopg is optional, the test is skipped without it)."""
+    from cronlock.stores.postgres import PostgresStore
+
+    return PostgresStore(dsn, prefix=prefix, **options)

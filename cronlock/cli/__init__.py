@@ -14,6 +14,7 @@ cronlock pause|resume KEY [--force] | --all;  cronlock trigger KEY [--force] [--
 cronlock forget KEY
 cronlock schedule add TASK --cron EXPR|--interval S [...] | list | remove ID
 cronlock run MODULE:ATTR [--stop-timeout S]
+cronlock store init | check
 ```
 
 Global options (before or after the command): ``--store-url URL`` (or its older name
@@ -86,6 +87,7 @@ COMMANDS: tuple[str, ...] = (
     "cronlock.cli._forget",
     "cronlock.cli._schedule",
     "cronlock.cli._run",
+    "cronlock.cli._store_schema",
     "cronlock.cli._demo",
 )
 

@@ -49,8 +49,8 @@ EXIT_CODES: tuple[tuple[str, str], ...] = (
 STORE_URL_HELP = (
     "where shared state lives: redis://, rediss://, unix://, valkey://, valkeys://, "
     "redis+sentinel://HOST:26379/SERVICE[/DB], a Cluster node (detected; or ?cluster=true), "
-    "or sqlite:///FILE (default: $CRONLOCK_STORE_URL, else $CRONLOCK_REDIS_URL, else "
-    "$REDIS_URL)"
+    "sqlite:///FILE, or postgresql://USER@HOST/DATABASE[?schema=NAME] (default: "
+    "$CRONLOCK_STORE_URL, else $CRONLOCK_REDIS_URL, else $REDIS_URL)"
 )
 REDIS_URL_HELP = "the same, by its older name (a Redis URL)"
 DEFAULT_PREFIX = "cronlock"

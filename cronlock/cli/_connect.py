@@ -29,7 +29,7 @@ from cronlock.stores.urls import POSTGRES_SCHEMES, is_redis_url
 #: Schemes of stores that are not Redis (given to a ``redis`` name: use the store name).
 OTHER_STORE_SCHEMES = (*POSTGRES_SCHEMES, "sqlite")
 
-__all__ = ["given_store_url", "open_store", "redis_client", "store_url"]
+__all__ = ["close_store", "given_store_url", "open_store", "store_url"]
 
 #: (flag name, argparse dest) then (environment variable, ...), each pair one level.
 _LEVELS = (
@@ -88,14 +88,20 @@ def _is_cluster_node(client: Any) -> bool:
     return str(info.get("cluster_enabled", "0")) == "1"
 
 
-def open_store(args: argparse.Namespace, *, socket_timeout: float = 10.0) -> Store:
+def open_store(
+    args: argparse.Namespace,
+    *,
+    socket_timeout: float = 10.0,
+    sql_options: Optional[dict[str, Any]] = None,
+) -> Store:
     """The store the command line names, with ``args.prefix``.
 
-    Usage error (2) for a bad URL, 69 when a Cluster cannot be reached; ``args.store``
-    is set, so `cronlock.cli.main` knows which errors mean "unavailable".
+    ``sql_options`` go to an SQL store's constructor (``create_schema=...``), overriding
+    the URL's. Usage error (2) for a bad URL, 69 when a Cluster cannot be reached;
+    ``args.store`` is set, so `cronlock.cli.main` knows which errors mean "unavailable".
     """
     url, source = store_url(args)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = dict(sql_options or {})
     if is_redis_url(url):
         options = {
             "socket_timeout": socket_timeout,
@@ -123,19 +129,11 @@ def _detect_cluster(url: str, store: RedisStore) -> bool:
     return not isinstance(store.client, RedisCluster) and _is_cluster_node(store.client)
 
 
-def redis_client(args: argparse.Namespace, what: str, **options: Any) -> Any:
-    """The redis-py client of the store, for a command that only Redis can serve.
-
-    For a URL of another store: a usage error naming it and what needs Redis, before
-    anything is opened.
-    """
-    url, source = store_url(args)
-    if not is_redis_url(url):
-        raise CliError(
-            f"{what} needs a Redis store (locks exist only on Redis so far); "
-            f"{source} names {masked(url)!r}",
-            EXIT_USAGE,
-        )
-    store = open_store(args, **options)
-    assert isinstance(store, RedisStore)
-    return store.client
+def close_store(store: Store) -> None:
+    """Let go of the store's connections (a command's last step)."""
+    if isinstance(store, RedisStore):
+        store.client.close()
+        return
+    close = getattr(store, "close", None)
+    if close is not None:
+        close()

@@ -1,7 +1,9 @@
 """``cronlock demo``: three replicas, two jobs, one kill -9, and the proof that it held.
 
-The demo starts a private Redis/Valkey server (unless given a URL), then N replica
-processes (``python -m cronlock.cli._demo_fleet replica ...``) that register the same two jobs:
+The demo readies a store (`cronlock.cli._demo_store`: a private Redis/Valkey server, a
+new SQLite file, or a given URL), then starts N replica processes (``python -m
+cronlock.cli._demo_fleet replica NAME``, the store URL in ``$CRONLOCK_STORE_URL`` rather
+than on a command line everyone can read) that register the same two jobs:
 
 * ``short``: every 2 s, 0.2 s of work;
 * ``long``: every 10 s, 4 s of work, a 3 s lease renewed every second.
@@ -28,27 +30,29 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any, Optional
 
-from cronlock._redisurl import client_from_url
+from cronlock.cli._common import CliError
+from cronlock.cli._demo_store import PREFIX, DemoStore, prepared, replica_options
 from cronlock.clock import SystemClock
 from cronlock.context import JobContext
 from cronlock.runner import CronRunner
 from cronlock.schedules import IntervalSchedule
-from cronlock.testing import RedisServer
+from cronlock.stores import from_url
 
 JOBS = {
     # name: (interval s, work s, lease s)
     "short": (2.0, 0.2, 5.0),
     "long": (10.0, 4.0, 3.0),
 }
-PREFIX = "cronlock-demo"
 KILL_AFTER_S = 1.0  # let the long job renew its lease once before the kill
+READY_TIMEOUT_S = 30.0
 
 
 # -- one replica ------------------------------------------------------------------------
 
 
 def replica_main(name: str, url: str) -> int:
-    """Run one replica until SIGTERM, reporting runs as JSON lines on stdout."""
+    """Run one replica on the store of ``url`` until SIGTERM, reporting runs as JSON lines
+    on stdout."""
     lock = threading.Lock()
 
     def say(**fields: Any) -> None:
@@ -57,8 +61,8 @@ def replica_main(name: str, url: str) -> int:
             sys.stdout.write(json.dumps(fields) + "\n")
             sys.stdout.flush()
 
-    client = client_from_url(url, socket_timeout=2, socket_connect_timeout=2)
-    runner = CronRunner(client, prefix=PREFIX, clock=SystemClock())
+    store = from_url(url, prefix=PREFIX, **replica_options(url))
+    runner = CronRunner(store, prefix=PREFIX, clock=SystemClock())
     for job, (interval, work, lease) in JOBS.items():
 
         def handler(ctx: JobContext, job: str = job, work: float = work) -> None:
@@ -70,11 +74,18 @@ def replica_main(name: str, url: str) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # stdin is a pipe from the demo: its end (the demo exited, even by kill -9) stops us
+    threading.Thread(target=_stop_at_eof, args=(stop,), daemon=True).start()
     runner.start()
     say(event="ready")
     stop.wait()
     runner.stop(timeout=5)
     return 0
+
+
+def _stop_at_eof(stop: threading.Event) -> None:
+    sys.stdin.read()
+    stop.set()
 
 
 # -- the orchestrator -------------------------------------------------------------------
@@ -136,10 +147,12 @@ class Demo:
         for i in range(1, self.count + 1):
             name = f"r{i}"
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cronlock.cli._demo_fleet", "replica", name, self.url],
+                [sys.executable, "-m", "cronlock.cli._demo_fleet", "replica", name],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
                 start_new_session=True,
+                env={**os.environ, "CRONLOCK_STORE_URL": self.url},
             )
             self.procs[name] = proc
             assert proc.stdout is not None
@@ -149,10 +162,29 @@ class Demo:
 
     def run(self) -> int:
         self.start_replicas()
+        try:  # whatever happens here (a closed stdout, Ctrl-C), no replica outlives the demo
+            self.wait_ready()
+            self.watch()
+        finally:
+            self.stop_replicas()
+        return self.summary()
+
+    def wait_ready(self) -> None:
         ready = 0
         while ready < self.count:
-            if self.events.get(timeout=30)["event"] == "ready":
-                ready += 1
+            try:
+                event = self.events.get(timeout=READY_TIMEOUT_S)
+            except queue.Empty:
+                raise CliError(f"replicas not ready within {READY_TIMEOUT_S:g} s") from None
+            if event["event"] == "exit":
+                status = self.procs[event["replica"]].wait()
+                raise CliError(
+                    f"replica {event['replica']} exited (status {status}) before it was ready; "
+                    "its error is above"
+                )
+            ready += event["event"] == "ready"
+
+    def watch(self) -> None:
         self.say(f"{self.count} replicas ready; watching for {self.duration:g} s\n")
         self.say(f"{'time':8}  {'job':5}  {'slot':8}  {'replica':7}  {'attempt':7}  event")
         end = time.time() + self.duration
@@ -176,8 +208,6 @@ class Demo:
                 and kill_due is None
             ):
                 kill_due = time.time() + KILL_AFTER_S
-        self.stop_replicas()
-        return self.summary()
 
     def on_event(self, e: dict[str, Any]) -> bool:
         """Print one event; True when it is the first ``long`` start (the one to kill)."""
@@ -220,6 +250,8 @@ class Demo:
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
+            if proc.stdin is not None:
+                proc.stdin.close()  # EOF: a replica stops even if the signal was missed
         for proc in self.procs.values():
             try:
                 proc.wait(15)
@@ -260,28 +292,14 @@ class Demo:
         return 0 if ok else 1
 
 
-def run_demo(url: Optional[str], replicas: int, duration: float, kill: bool, out: IO[str]) -> int:
-    """Run the demo against ``url``, or a private server when ``url`` is None."""
-    server: Optional[RedisServer] = None
-    try:
-        if url is None:
-            server = RedisServer().start()
-            url = server.url
-            out.write(f"started a private server: {os.path.basename(server.binary)} on {url}\n")
-        else:
-            out.write(f"using {url} (keys under {PREFIX}:)\n")
-        client = client_from_url(url)
-        for key in client.scan_iter(f"{PREFIX}:*"):
-            client.delete(key)
-        client.close()
+def run_demo(chosen: DemoStore, replicas: int, duration: float, kill: bool, out: IO[str]) -> int:
+    """Run the demo on the store ``--store`` chose (see `cronlock.cli._demo_store`)."""
+    with prepared(chosen, list(JOBS), out) as shared:
         for job, (interval, work, lease) in JOBS.items():
             out.write(
                 f"  job {job:5}: every {interval:g} s, {work:g} s of work, lease {lease:g} s\n"
             )
-        return Demo(url, replicas, duration, kill, out).run()
-    finally:
-        if server is not None:
-            server.stop()
+        return Demo(shared, replicas, duration, kill, out).run()
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -289,9 +307,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     sub = parser.add_subparsers(dest="mode", required=True)
     rep = sub.add_parser("replica")
     rep.add_argument("name")
-    rep.add_argument("url")
     args = parser.parse_args(argv)
-    return replica_main(args.name, args.url)
+    return replica_main(args.name, os.environ["CRONLOCK_STORE_URL"])
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """``cronlock exec``: a cluster-wide ``flock(1)`` for crontab lines and scripts.
 
-The command runs only while this process holds the Redis lock ``KEY`` (renewed in the
-background every ttl/3). Timeline of one run:
+The command runs only while this process holds the lock ``KEY`` on the store the
+command line names (Redis, PostgreSQL or SQLite), renewed in the background every
+ttl/3. Timeline of one run:
 
 ```text
 1. acquire KEY (waiting up to --wait seconds); held elsewhere -> exit 75, nothing run
 2. start COMMAND as a child (same stdin/stdout/stderr, same process group)
 3. SIGTERM/SIGINT/SIGHUP sent to cronlock are forwarded to the child
-4. the lock is lost (renewal failed: Redis unreachable past the ttl, or the key was
+4. the lock is lost (renewal failed: the store unreachable past the ttl, or the key was
    taken) -> the child gets SIGTERM, then SIGKILL after --grace seconds; exit 76
 5. the child exits -> release KEY -> exit with the child's status (128+N for signal N)
 ```
@@ -49,11 +50,14 @@ from cronlock.cli._common import (
     CliError,
     add_global_options,
 )
-from cronlock.cli._connect import redis_client
+from cronlock.cli._connect import close_store, open_store
 from cronlock.cli._exec_slot import SlotClaim, SlotPlan, add_slot_options, plan_of
 from cronlock.clock import SystemClock
 from cronlock.errors import ConfigurationError, LockLost, LockNotAcquired
-from cronlock.lock import RedisLock, redis_lock
+from cronlock.lock import LeaseLock
+from cronlock.stores import RedisStore, Store, store_lock
+from cronlock.stores.sql.claimpath import SqlClaimPath
+from cronlock.stores.sql.leases import claim_occurrence
 
 NAME = "exec"
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -66,7 +70,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         NAME,
         help="run a command only while holding a cluster-wide lock (like flock(1))",
         description=(
-            "Run COMMAND only while holding the Redis lock KEY, renewed while it runs. "
+            "Run COMMAND only while holding the lock KEY on the store (Redis, PostgreSQL or "
+            "SQLite), renewed while it runs. "
             "Exits with COMMAND's status; 75 (or --conflict-exit-code) without running it "
             "when another host holds the lock; 76 when the lock was lost while it ran "
             "(COMMAND gets SIGTERM, then SIGKILL after --grace). With --slot EXPR, COMMAND "
@@ -248,10 +253,16 @@ def _due(plan: Optional[SlotPlan], clock: SystemClock) -> None:
         raise _Refused(late)
 
 
-def _claim(plan: SlotPlan, client: Any, lock: RedisLock, clock: SystemClock) -> None:
+def _claim(plan: SlotPlan, store: Store, lock: LeaseLock, clock: SystemClock) -> None:
     """Claim the plan's occurrence under ``lock``, or raise `_Refused`."""
     _due(plan, clock)  # again: --wait may have taken long
-    word, detail = plan.claim(client, lock.token)
+    if isinstance(store, SqlClaimPath):
+        assert plan.occurrence_ms is not None  # _due refused a plan without one
+        said, detail = claim_occurrence(store, plan.key, lock.token, plan.occurrence_ms)
+        word = SlotClaim(said)
+    else:
+        assert isinstance(store, RedisStore)
+        word, detail = plan.claim(store.client, lock.token)
     refused = plan.refusal(word, detail)
     if refused is not None:
         raise _Refused(refused, EXIT_FAILURE if word is SlotClaim.CORRUPT else None)
@@ -271,19 +282,18 @@ def run(args: argparse.Namespace) -> int:
     command = command_of(args)
     clock = SystemClock()
     plan = _checked_plan(args, clock)
-    client = redis_client(args, "cronlock exec", socket_timeout=max(10.0, args.ttl))
+    store = open_store(args, socket_timeout=max(10.0, args.ttl))
+    name = "Redis" if isinstance(store, RedisStore) else "the store"
     env = None if plan is None else {**os.environ, "CRONLOCK_SLOT": plan.occurrence}
     supervisor = _Supervisor(command, args.grace, env)
     previous = {s: signal.signal(s, _interrupt) for s in FORWARDED}
     status: Optional[int] = None
     try:
         _due(plan, clock)  # a late firing does not even ask for the lock
-        lock = redis_lock(
-            client, args.key, args.ttl, wait=args.wait, renew=True, prefix=args.prefix
-        )
+        lock = store_lock(store, args.key, args.ttl, wait=args.wait, renew=True)
         with lock:
             if plan is not None:
-                _claim(plan, client, lock, clock)
+                _claim(plan, store, lock, clock)
             for s in FORWARDED:
                 signal.signal(s, supervisor.on_signal)
             # Kept installed through the release: a late signal reaches a dead child (no-op).
@@ -302,14 +312,14 @@ def run(args: argparse.Namespace) -> int:
             _stderr(f"Redis unavailable, {command[0]} not run: {error}")
             return EXIT_UNAVAILABLE
         _stderr(f"could not release lock {args.key!r} (it lapses after --ttl): {error}")
-    except redis.RedisError as error:
+    except store.errors as error:
         if status is None:
-            _stderr(f"Redis error, {command[0]} not run: {type(error).__name__}: {error}")
+            _stderr(f"{name} error, {command[0]} not run: {type(error).__name__}: {error}")
             return EXIT_UNAVAILABLE
-        _stderr(f"could not release lock {args.key!r}: {error}")
+        _stderr(f"could not release lock {args.key!r} (it lapses after --ttl): {error}")
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        client.close()
+        close_store(store)
     assert status is not None
     return status

@@ -26,6 +26,10 @@ written by the lock's current holder, and the command still runs under the lock:
 that lasts past the next occurrence still keeps that occurrence's hosts out (exit 75),
 so that occurrence is skipped, as the runner's default overlap policy does.
 
+On an SQL store (SQLite, PostgreSQL) the record is the ``slot_ms`` column of the lock's
+row (`cronlock.stores.sql.leases.claim_occurrence`, one transaction under the lock, the
+same replies), kept with the row rather than expiring.
+
 Clocks: each host's own clock decides which occurrence is due and whether it is within
 the grace (Redis's clock does not). A host whose clock runs late finds a later
 occurrence claimed and skips (``stale``); hosts must agree to well within the grace (NTP).

@@ -14,9 +14,12 @@ from cronlock.cli._common import (
     emit_json,
     render_table,
 )
-from cronlock.cli._connect import redis_client
+from cronlock.cli._connect import close_store, open_store
 from cronlock.errors import ConfigurationError
-from cronlock.lock import inspect
+from cronlock.lock import LockInfo, inspect
+from cronlock.stores import RedisStore, Store
+from cronlock.stores.sql import SqlStore
+from cronlock.stores.sql.leases import held_locks
 
 NAME = "locks"
 SCAN_LIMIT = 10_000
@@ -29,8 +32,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="show held locks (all under the prefix, or one KEY)",
         description=(
             "Show the holder, age, remaining ttl and fencing token of one lock, or of every "
-            "held lock under --prefix (found with SCAN; at most 10000). With KEY, exits 1 "
-            "when that lock is free."
+            "held lock under --prefix (at most 10000; on Redis found with SCAN). With KEY, "
+            "exits 1 when that lock is free."
         ),
     )
     add_global_options(parser, suppress=True)
@@ -57,18 +60,26 @@ def _held_keys(client: Any, prefix: str) -> list[str]:
     return sorted(keys)
 
 
+def _held(store: Store, key: str | None) -> list[LockInfo]:
+    """The held locks (``key`` alone, if given), read from the store."""
+    if isinstance(store, SqlStore):
+        return held_locks(store, key)
+    assert isinstance(store, RedisStore)
+    client = store.client
+    names = [key] if key else _held_keys(client, store.prefix)
+    infos = [inspect(client, name, prefix=store.prefix) for name in names]
+    return [info for info in infos if info is not None]
+
+
 def run(args: argparse.Namespace) -> int:
     """Print a table of held locks."""
-    client = redis_client(args, "cronlock locks")
+    store = open_store(args)
     try:
-        names = [args.key] if args.key else _held_keys(client, args.prefix)
-        try:
-            infos = [inspect(client, name, prefix=args.prefix) for name in names]
-        except (ConfigurationError, TypeError) as error:
-            raise CliError(str(error), EXIT_USAGE) from None
+        held = _held(store, args.key)
+    except (ConfigurationError, TypeError) as error:
+        raise CliError(str(error), EXIT_USAGE) from None
     finally:
-        client.close()
-    held = [info for info in infos if info is not None]
+        close_store(store)
     if args.json:
         emit_json(
             [

@@ -1,5 +1,12 @@
 """The lock primitive: one holder per key at a time, across processes and machines.
 
+One handle, [`LeaseLock`][cronlock.lock.LeaseLock], serves every store through the
+store's [`Leases`][cronlock.lock.Leases]: [`redis_lock`][cronlock.lock.redis_lock] is it
+on Redis (a [`RedisLock`][cronlock.lock.RedisLock]),
+[`store_lock`][cronlock.stores.store_lock] on any store (SQLite, PostgreSQL: one
+transaction per step, waiters poll). What follows is said of Redis; the SQL stores keep
+the same contract (docs/locks.md).
+
 Guarantees:
 
 * **Mutual exclusion while the lease is valid.** Acquire is one Lua script (``SET NX PX``
@@ -10,13 +17,13 @@ Guarantees:
   lease (GC pause, SIGSTOP, a lost network) from acting on stale authority.
 * **Loud loss.** A lock that expired or was taken is reported through ``lock.lost``
   (a `threading.Event`), the ``on_lost`` callback, a WARNING log,
-  [`RedisLock.check`][cronlock.lock.RedisLock.check], and [`LockLost`][cronlock.errors.LockLost]
+  [`LeaseLock.check`][cronlock.lock.LeaseLock.check], and [`LockLost`][cronlock.errors.LockLost]
   raised when the ``with`` block exits (unless the block itself raised: that exception wins).
 * **Fail closed.** If Redis cannot be reached while acquiring, redis-py's error
   propagates; nothing is ever reported as acquired without the server's word.
 
 Limits: the lease is measured on Redis's clock, the handle's
-[`remaining`][cronlock.lock.RedisLock.remaining] on this process's monotonic clock minus a drift
+[`remaining`][cronlock.lock.LeaseLock.remaining] on this process's monotonic clock minus a drift
 margin; neither protects against a Redis failover that loses the key (use fencing tokens for that).
 
 Fencing tokens are ``max(previous token + 1, Redis TIME in microseconds)``. The previous
@@ -46,10 +53,12 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from cronlock._validate import Seconds
+from cronlock.lock._handle import LeaseLock, OnLost
 from cronlock.lock._inspect import LockInfo, inspect
-from cronlock.lock._redislock import OnLost, RedisLock
+from cronlock.lock._leases import Leases
+from cronlock.lock._redislock import RedisLock
 
-__all__ = ["LockInfo", "RedisLock", "inspect", "redis_lock"]
+__all__ = ["LeaseLock", "Leases", "LockInfo", "OnLost", "RedisLock", "inspect", "redis_lock"]
 
 
 def redis_lock(

@@ -1,4 +1,4 @@
-"""One renewing hold of a `RedisLock`, as the renewal thread sees it, holding the handle weakly.
+"""One renewing hold of a lock, as the renewal thread sees it, holding the handle weakly.
 
 The renewal thread must not keep alive a handle that its owner dropped without
 releasing: the key would be renewed for as long as the process lives, with nobody able
@@ -31,6 +31,7 @@ class WeakHold:
         "acquired_at",
         "client",
         "ended",
+        "errors",
         "key",
         "max_hold",
         "ttl_ms",
@@ -42,6 +43,7 @@ class WeakHold:
         *,
         key: str,
         client: Any,
+        errors: tuple[type[BaseException], ...],
         ttl_ms: int,
         max_hold: Optional[float],
         acquired_at: float,
@@ -59,6 +61,7 @@ class WeakHold:
         self._generation = generation
         self.key = key
         self.client = client
+        self.errors = errors
         self.ttl_ms = ttl_ms
         self.max_hold = max_hold
         self.acquired_at = acquired_at
@@ -92,4 +95,4 @@ class WeakHold:
 
     def __repr__(self) -> str:
         handle = self._handle()
-        return f"<dropped RedisLock {self.key!r}>" if handle is None else repr(handle)
+        return f"<dropped lock {self.key!r}>" if handle is None else repr(handle)

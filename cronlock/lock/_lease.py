@@ -1,6 +1,6 @@
 """A lock's fixed parts: the acquire script, lease margins, queue timings, keys, holder.
 
-Shared by the lock (`cronlock.lock._redislock`) and the FIFO wait
+Shared by the Redis lock (`cronlock.lock._redislock`) and the FIFO wait
 (`cronlock.lock._wait`); nothing here calls Redis.
 """
 
@@ -24,7 +24,7 @@ FENCE_GRACE_MS = 60_000
 PLACE_MS = 2_000
 #: Lifetime of a wake-up signal nobody popped.
 WAKE_TTL_MS = 5_000
-#: Clock drift allowed for in [`RedisLock.remaining`][cronlock.lock.RedisLock.remaining]: 1 % of the
+#: Clock drift allowed for in [`LeaseLock.remaining`][cronlock.lock.LeaseLock.remaining]: 1 % of the
 #: ttl plus 2 ms.
 DRIFT_FACTOR = 0.01
 DRIFT_MIN = 0.002

@@ -1,55 +1,92 @@
-"""`RedisLock`: one holder per key at a time (see `cronlock.lock`)."""
+"""`RedisLock`: a [`LeaseLock`][cronlock.lock.LeaseLock] on Redis, and its `RedisLeases`.
+
+What is Redis's own: the acquire, extend and release scripts (``lock_*.lua``, one round
+trip each, leases on Redis's clock), the fence key that keeps the last token for
+`FENCE_GRACE_MS`, and waiting in a FIFO queue woken by the release
+(`cronlock.lock._wait`). Everything else is the handle's.
+"""
 
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import threading
-import weakref
-from types import TracebackType
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import redis
 from redis.exceptions import RedisError
 
 from cronlock._scripts import Script
-from cronlock._validate import Seconds, check_client, check_key, check_prefix, seconds_to_ms
+from cronlock._validate import Seconds, check_client, check_key, check_prefix
 from cronlock.clock import monotonic
-from cronlock.errors import LockLost, LockNotAcquired
-from cronlock.lock._hold import WeakHold
-from cronlock.lock._lease import (
-    ACQUIRE,
-    FENCE_GRACE_MS,
-    WAKE_TTL_MS,
-    check_wait,
-    drift,
-    holder_name,
-    lock_keys,
-)
-from cronlock.lock._renewal import HOLDS, Renewal
+from cronlock.errors import LockNotAcquired
+from cronlock.lock._handle import LeaseLock, OnLost
+from cronlock.lock._lease import ACQUIRE, FENCE_GRACE_MS, WAKE_TTL_MS, holder_name, lock_keys
 from cronlock.lock._wait import wait_in_queue
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OnLost", "RedisLock"]
+__all__ = ["RedisLeases", "RedisLock"]
 
 _RELEASE = Script("lock_release")
 _EXTEND = Script("lock_extend")
 
-_MAX_INT_TTL = 10**9  # seconds; larger ints take the general path
-_UNSET: Any = object()
-
-OnLost = Callable[["RedisLock"], Any]
+_ERRORS: tuple[type[BaseException], ...] = (RedisError,)
 
 
-class RedisLock:
-    """A lease on ``key``, held by at most one owner at a time while it is valid.
+class RedisLeases:
+    """One lock key's leases on Redis (the `Leases` of a `RedisLock`)."""
+
+    __slots__ = ("_keys", "_script_keys", "client", "key", "prefix")
+
+    errors = _ERRORS
+
+    def __init__(self, client: Any, key: str, prefix: str) -> None:
+        if not isinstance(key, str) or not isinstance(prefix, str):
+            check_key(key)  # raises TypeError naming the bad value
+            check_prefix(prefix)
+        self._keys, self._script_keys = lock_keys(prefix, key)  # validates both
+        self.key = key
+        self.prefix = prefix
+        # A plain redis.Redis skips check_client's isinstance against RedisCluster.
+        self.client = client if type(client) is redis.Redis else check_client(client)
+
+    def acquire(self, token: str, ttl_ms: int, wait_ms: Optional[int]) -> tuple[int, float]:
+        args: list[Any] = [token, ttl_ms, holder_name(), FENCE_GRACE_MS]
+        if wait_ms:
+            return wait_in_queue(
+                self.client, self._keys, self._script_keys, args, wait_ms=wait_ms, name=self.key
+            )
+        sent = monotonic()
+        reply = ACQUIRE(self.client, self._script_keys, args)
+        if reply[0] != 1:
+            logger.debug("cronlock: lock %r is held elsewhere", self.key)
+            raise LockNotAcquired(self.key)
+        return int(reply[1]), sent
+
+    def extend(self, token: str, ttl_ms: int) -> bool:
+        keys = self._keys
+        return (
+            int(_EXTEND(self.client, [keys.lock, keys.fence], [token, ttl_ms, FENCE_GRACE_MS])) == 1
+        )
+
+    def release(self, token: str) -> bool:
+        keys = self._keys
+        return bool(
+            int(
+                _RELEASE(
+                    self.client,
+                    [keys.lock, keys.queue, keys.queue_expiry],
+                    [token, keys.wake_prefix, WAKE_TTL_MS],
+                )
+            )
+        )
+
+
+class RedisLock(LeaseLock):
+    """A [`LeaseLock`][cronlock.lock.LeaseLock] on Redis: one holder per key at a time.
 
     Use it as a context manager (``with RedisLock(...) as lock:``, or through
-    [`redis_lock`][cronlock.lock.redis_lock]), or call [`acquire`][cronlock.lock.RedisLock.acquire]
-    and [`release`][cronlock.lock.RedisLock.release] yourself. One handle holds the lock at most
-    once at a time; it may be re-acquired after release, each time with a new token.
+    [`redis_lock`][cronlock.lock.redis_lock]), or call ``acquire`` and ``release``
+    yourself.
 
     Args:
         client: a ``redis.Redis`` (either ``decode_responses``) or ``RedisCluster``.
@@ -67,10 +104,8 @@ class RedisLock:
             that releases) the first time the lock is found lost. Exceptions it raises
             are logged, not propagated.
 
-    Thread safety: any thread may release, extend or check a handle; the token lives
-    on the handle, not in thread-local storage. Fork safety: a handle acquired in one
-    process is never released, renewed or extended from a forked child; the child's
-    attempts are logged and ignored.
+    Errors of Redis (``redis.RedisError``) propagate as they are: on acquire nothing is
+    held (fail closed).
     """
 
     def __init__(
@@ -85,310 +120,11 @@ class RedisLock:
         prefix: str = "cronlock",
         on_lost: Optional[OnLost] = None,
     ) -> None:
-        if not isinstance(key, str) or not isinstance(prefix, str):
-            check_key(key)  # raises TypeError naming the bad value
-            check_prefix(prefix)
-        self._keys, self._script_keys = lock_keys(prefix, key)  # validates both
-        self.key = key
-        self.prefix = prefix
-        # Fast path for the common whole-second ttl (same result as seconds_to_ms).
-        if type(ttl) is int and 0 < ttl < _MAX_INT_TTL:
-            self._ttl_ms = ttl * 1000
-        else:
-            self._ttl_ms = seconds_to_ms(ttl, "ttl")
-        self._wait_ms = check_wait(wait)
-        if not isinstance(renew, bool):
-            raise TypeError(f"renew must be True or False; got {renew!r}")
-        self._max_hold = None if max_hold is None else seconds_to_ms(max_hold, "max_hold") / 1000
-        if on_lost is not None and not callable(on_lost):
-            raise TypeError(f"on_lost must be callable or None; got {on_lost!r}")
-        # A plain redis.Redis skips check_client's isinstance against RedisCluster.
-        self._client = client if type(client) is redis.Redis else check_client(client)
-        self._renew = renew
-        self._on_lost = on_lost
-        self._lost = False
-        self._lost_told = False  # the WARNING and on_lost are done: ``lost`` may be set
-        self._lost_event: Optional[threading.Event] = None
-        self._renewal: Optional[Renewal] = None
-        self._hold: Optional[WeakHold] = None  # the renewing hold, told when it ends
-        #: The random token of the current (or last) hold; "" before the first acquire.
-        self.token = ""
-        #: The fencing token of the current (or last) hold; 0 before the first acquire.
-        self.fencing_token = 0
-        self._state = threading.Lock()
-        self._held = False
-        self._releasing = False
-        self._generation = 0
-        self._pid = 0
-        self._acquired_at = 0.0
-        self._valid_until = 0.0
-
-    @property
-    def lost(self) -> threading.Event:
-        """Set (never cleared while held) once the lock is found expired or taken.
-
-        A `threading.Event`, created on first use (most holds never need one). It
-        is set after the WARNING is logged and ``on_lost`` has returned, so a thread it
-        wakes sees both done.
-        """
-        with self._state:
-            if self._lost_event is None:
-                self._lost_event = threading.Event()
-                if self._lost_told:
-                    self._lost_event.set()
-            return self._lost_event
-
-    # -- acquiring -------------------------------------------------------------------
-
-    def acquire(self, *, wait: Optional[Seconds] = _UNSET) -> RedisLock:
-        """Take the lock, or raise [`LockNotAcquired`][cronlock.errors.LockNotAcquired].
-
-        Returns this handle.
-
-        Args:
-            wait: overrides the handle's ``wait`` for this call (``None``: do not wait).
-
-        Raises:
-            LockNotAcquired: held elsewhere (and, with ``wait``, not freed in time).
-            redis.RedisError: Redis could not be asked; nothing is held (fail closed).
-            RuntimeError: this handle already holds the lock.
-        """
-        wait_ms = self._wait_ms if wait is _UNSET else check_wait(wait)
-        with self._state:
-            if self._held:
-                raise RuntimeError(f"lock {self.key!r} is already held by this handle")
-            token = secrets.token_hex(16)
-        args: list[Any] = [token, self._ttl_ms, holder_name(), FENCE_GRACE_MS]
-        if wait_ms:
-            fence, sent = wait_in_queue(
-                self._client, self._keys, self._script_keys, args, wait_ms=wait_ms, name=self.key
-            )
-        else:
-            sent = monotonic()
-            reply = ACQUIRE(self._client, self._script_keys, args)
-            if reply[0] != 1:
-                logger.debug("cronlock: lock %r is held elsewhere", self.key)
-                raise LockNotAcquired(self.key)
-            fence = int(reply[1])
-        self._won(token, fence, sent)
-        return self
-
-    def _won(self, token: str, fence: int, sent: float) -> None:
-        ttl = self._ttl_ms / 1000
-        renewal = None
-        with self._state:
-            self.token = token
-            self.fencing_token = fence
-            if self._lost:
-                self._lost = self._lost_told = False
-                if self._lost_event is not None:
-                    self._lost_event.clear()
-            self._held = True
-            self._releasing = False
-            self._generation += 1
-            self._pid = os.getpid()
-            self._acquired_at = sent
-            self._valid_until = sent + ttl - drift(ttl)
-            if self._renew:
-                hold = self._hold = self._weak_hold()
-                renewal = self._renewal = Renewal(hold, sent + ttl / 3)
-        logger.debug("cronlock: acquired lock %r (fencing token %d)", self.key, fence)
-        if renewal is not None:
-            HOLDS.add(renewal)
-
-    def _weak_hold(self) -> WeakHold:
-        """This hold as the renewal sees it, referencing this handle weakly (under ``_state``)."""
-        return WeakHold(
-            weakref.ref(self),
-            key=self.key,
-            client=self._client,
-            ttl_ms=self._ttl_ms,
-            max_hold=self._max_hold,
-            acquired_at=self._acquired_at,
-            live_token=weakref.WeakMethod(self._live_token),
-            valid_until=weakref.WeakMethod(self._deadline),
-            extend=weakref.WeakMethod(self._extend),
-            mark_lost=weakref.WeakMethod(self._mark_lost),
-            generation=self._generation,
+        super().__init__(
+            RedisLeases(client, key, prefix),
+            ttl,
+            wait=wait,
+            renew=renew,
+            max_hold=max_hold,
+            on_lost=on_lost,
         )
-
-    def _live_token(self, generation: int) -> Optional[str]:
-        """The token while hold ``generation`` is held, not being released and not lost."""
-        with self._state:
-            live = self._generation == generation and self._held and not self._releasing
-            return self.token if live and not self._lost else None
-
-    def _deadline(self) -> float:
-        return self._valid_until
-
-    # -- while held ------------------------------------------------------------------
-
-    @property
-    def ttl(self) -> float:
-        """The lease length in seconds."""
-        return self._ttl_ms / 1000
-
-    @property
-    def held(self) -> bool:
-        """True from a successful acquire until release or loss (no Redis call)."""
-        return self._held and not self._lost
-
-    def remaining(self) -> float:
-        """Seconds the lease is certainly still valid, by this process's monotonic clock.
-
-        It is ttl minus the time since the acquire (or last extend) was *sent*, minus a
-        drift margin (1 % of the ttl + 2 ms); 0.0 when not held or lost. No Redis call.
-        """
-        if not self.held:
-            return 0.0
-        return max(0.0, self._valid_until - monotonic())
-
-    def check(self) -> None:
-        """Raise [`LockLost`][cronlock.errors.LockLost] unless the lock is held with lease left.
-
-        Cheap (no Redis call): it reads ``lost`` and
-        [`remaining`][cronlock.lock.RedisLock.remaining].
-        """
-        if not self.held:
-            raise LockLost(self.key, f"lock {self.key!r} is not held")
-        if self.remaining() <= 0:
-            self._mark_lost("its lease ran out")
-            raise LockLost(self.key)
-
-    def extend(self, ttl: Optional[Seconds] = None) -> None:
-        """Make the lease last ``ttl`` seconds (default: the lock's ttl) from now.
-
-        One round trip (compare-and-``PEXPIRE`` by token).
-
-        Raises:
-            LockLost: the lock is no longer ours (it is then marked lost).
-            redis.RedisError: Redis could not be asked; the lease is unchanged.
-        """
-        ttl_ms = self._ttl_ms if ttl is None else seconds_to_ms(ttl, "ttl")
-        with self._state:
-            if not self._held or self._pid != os.getpid():
-                raise LockLost(self.key, f"lock {self.key!r} is not held by this process")
-            token = self.token
-        if not self._extend(token, ttl_ms):
-            self._mark_lost("extend found another owner or no key")
-            raise LockLost(self.key)
-
-    def _extend(self, token: str, ttl_ms: int) -> bool:
-        sent = monotonic()
-        keys = self._keys
-        ok = _EXTEND(self._client, [keys.lock, keys.fence], [token, ttl_ms, FENCE_GRACE_MS])
-        if int(ok) == 1:
-            with self._state:
-                if self.token == token:
-                    self._valid_until = sent + ttl_ms / 1000 - drift(ttl_ms / 1000)
-            return True
-        return False
-
-    def _mark_lost(self, reason: str) -> None:
-        with self._state:
-            if self._lost:
-                return
-            self._lost = True  # held is False and check() raises from here on
-            generation = self._generation
-            self._end_hold()
-        logger.warning(
-            "cronlock: lock %r lost: %s (fencing token %d)", self.key, reason, self.fencing_token
-        )
-        if self._on_lost is not None:
-            try:
-                self._on_lost(self)
-            except Exception:
-                logger.exception("cronlock: on_lost callback for lock %r raised", self.key)
-        with self._state:
-            if self._generation != generation:  # re-acquired meanwhile: a new hold
-                return
-            self._lost_told = True
-            event = self._lost_event
-        if event is not None:
-            event.set()
-
-    def _end_hold(self) -> None:
-        """Tell the renewing hold it ended (so its renewal knows it was not dropped)."""
-        hold, self._hold = self._hold, None
-        if hold is not None:
-            hold.ended = True
-
-    # -- releasing -------------------------------------------------------------------
-
-    def release(self) -> bool:
-        """Give the lock up; True if it was still ours, False otherwise.
-
-        One round trip (compare-and-delete by token), which also wakes the first waiter.
-        Never deletes another holder's key. If the lock turns out to have been lost, it
-        is marked lost (WARNING log, ``on_lost``). Releasing a handle that is not held,
-        or from a process other than the one that acquired it (a forked child), sends
-        nothing and returns False.
-        """
-        owned = self._release()
-        return bool(owned)
-
-    def _release(self) -> Optional[bool]:
-        with self._state:
-            if not self._held:
-                return None
-            if self._pid != os.getpid():
-                logger.warning(
-                    "cronlock: lock %r was acquired by pid %d; not released from pid %d",
-                    self.key,
-                    self._pid,
-                    os.getpid(),
-                )
-                return None
-            self._releasing = True
-            token = self.token
-            renewal, self._renewal = self._renewal, None
-            self._end_hold()
-        if renewal is not None:
-            HOLDS.discard(renewal)
-        keys = self._keys
-        try:
-            owned = int(
-                _RELEASE(
-                    self._client,
-                    [keys.lock, keys.queue, keys.queue_expiry],
-                    [token, keys.wake_prefix, WAKE_TTL_MS],
-                )
-            )
-        finally:
-            with self._state:
-                self._held = False
-                self._releasing = False
-        if not owned:
-            self._mark_lost("it had expired or was taken when released")
-            return False
-        logger.debug("cronlock: released lock %r", self.key)
-        return True
-
-    def __enter__(self) -> RedisLock:
-        return self.acquire()
-
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        """Release the lock.
-
-        Raises [`LockLost`][cronlock.errors.LockLost] if the lock was lost and the body did
-        not raise.
-        """
-        was_lost = self._lost
-        try:
-            owned = self._release()
-        except RedisError:
-            if exc_type is None:
-                raise
-            logger.warning("cronlock: releasing lock %r failed", self.key, exc_info=True)
-            return
-        if exc_type is None and (was_lost or owned is False):
-            raise LockLost(self.key)
-
-    def __repr__(self) -> str:
-        state = "lost" if self._lost else "held" if self._held else "free"
-        return f"<RedisLock {self.key!r} ttl={self.ttl:g}s {state}>"

@@ -1,7 +1,7 @@
 """Renewal of held locks from the process's one shared renewal thread.
 
-Each hold of a [`RedisLock`][cronlock.lock.RedisLock] with ``renew=True`` gets a
-`Renewal`, due every ``ttl / 3``. The holds of one process are kept by
+Each hold of a [`LeaseLock`][cronlock.lock.LeaseLock] (on Redis or another store) with
+``renew=True`` gets a `Renewal`, due every ``ttl / 3``. The holds of one process are kept by
 `HOLDS` (a `Holds`), which sits in `cronlock.lock.renewer.get_renewer`'s
 heap as *one* entry due at its earliest live renewal. So:
 
@@ -15,16 +15,17 @@ A renewal:
 * stops quietly once the hold ends (release, re-acquire: a generation number tells);
 * stops with a WARNING naming the key once the handle was garbage-collected without a
   release: holds reference their handle weakly (`RenewableHold.dropped`), so a dropped
-  handle's lease lapses on Redis within its ttl instead of being renewed for as long as
+  handle's lease lapses on the store within its ttl instead of being renewed for as long as
   the process lives (the runner's job leases are held by their running ``Run``, which
   the shared renewer references strongly, and are not affected);
 * marks the lock lost (WARNING, ``on_lost``) when the script says the key is not ours;
-* on a Redis error, logs a WARNING and retries while the lease may still be valid, and
-  marks the lock lost once [`remaining`][cronlock.lock.RedisLock.remaining] reaches 0;
+* on a store error (one of the hold's ``errors``), logs a WARNING and retries while the
+  lease may still be valid, and marks the lock lost once
+  [`remaining`][cronlock.lock.LeaseLock.remaining] reaches 0;
 * with ``max_hold``, asks for shorter leases so the lock ends ``max_hold`` after the
   acquire, then marks it lost if it is still held;
-* before its first Redis call, arms a `_LeaseWatch` on the deadline heap, which
-  marks the lock lost when the lease runs out even while a renewal hangs on a Redis that
+* before its first store call, arms a `_LeaseWatch` on the deadline heap, which
+  marks the lock lost when the lease runs out even while a renewal hangs on a store that
   does not answer. Holds released before their first renewal (most) never pay for it.
 
 Fork: a forked child starts with no holds, so a lock held by the parent is never
@@ -41,8 +42,6 @@ import logging
 import os
 import threading
 from typing import Any, Optional, Protocol
-
-from redis.exceptions import RedisError
 
 from cronlock import _forksafe
 from cronlock.clock import monotonic
@@ -67,7 +66,12 @@ class RenewableHold(Protocol):
 
     @property
     def client(self) -> Any:
-        """The redis-py client the renewal calls (its pools are held across fork)."""
+        """The redis-py client the renewal calls (its pools are held across fork), or
+        None for a store that keeps its connections per process."""
+
+    @property
+    def errors(self) -> tuple[type[BaseException], ...]:
+        """What an extend raises when the store cannot be asked (retried, not fatal)."""
 
     @property
     def ttl_ms(self) -> int:
@@ -140,7 +144,7 @@ class Renewal:
             get_deadlines().schedule(_LeaseWatch(hold), hold.valid_until)
         try:
             ok = hold.extend(token, ttl_ms)
-        except RedisError as error:
+        except hold.errors as error:
             return self._failed(error)
         if not ok:
             if hold.live_token() is not None:  # not released meanwhile: really lost
@@ -158,13 +162,13 @@ class Renewal:
         if hold.dropped():
             logger.warning(
                 "cronlock: lock %r was garbage-collected while held (never released); "
-                "renewal stopped, the key expires on Redis within its ttl (%g s)",
+                "renewal stopped, the key expires on the store within its ttl (%g s)",
                 hold.key,
                 hold.ttl_ms / 1000,
             )
 
-    def _failed(self, error: RedisError) -> Optional[float]:
-        """Redis could not be asked: retry while the lease may still be valid."""
+    def _failed(self, error: BaseException) -> Optional[float]:
+        """The store could not be asked: retry while the lease may still be valid."""
         hold = self.hold
         left = hold.remaining()
         if left <= 0:
@@ -184,7 +188,7 @@ class Renewal:
 
 
 class _LeaseWatch:
-    """A renewing hold's lease deadline on the deadline heap (never waits for Redis)."""
+    """A renewing hold's lease deadline on the deadline heap (never waits for the store)."""
 
     __slots__ = ("hold",)
 
@@ -195,10 +199,10 @@ class _LeaseWatch:
         hold = self.hold
         if hold.live_token() is None:  # released, re-acquired or already lost
             return None
-        left = hold.remaining()  # moved on by every renewal that reached Redis in time
+        left = hold.remaining()  # moved on by every renewal that reached the store in time
         if left > 0:
             return monotonic() + left
-        hold.mark_lost("its lease ran out before a renewal reached Redis")
+        hold.mark_lost("its lease ran out before a renewal reached the store")
         return None
 
 
@@ -242,7 +246,7 @@ class Holds:
         get_renewer().schedule(ticket, ticket.due)
 
     def discard(self, renewal: Renewal) -> None:
-        """Stop renewing ``renewal`` (its hold ended); never sends anything to Redis."""
+        """Stop renewing ``renewal`` (its hold ended); never sends anything to the store."""
         with self._mutex:
             if self._live.pop(renewal, None) is None:
                 return
@@ -256,7 +260,7 @@ class Holds:
     def clients(self) -> list[Any]:
         """The clients the renewal thread uses for the live holds (for fork safety)."""
         with self._mutex:
-            return [renewal.hold.client for renewal in self._live]
+            return [r.hold.client for r in self._live if r.hold.client is not None]
 
     def _push(self, renewal: Renewal) -> None:
         seq = next(self._seq)
@@ -282,7 +286,7 @@ class Holds:
                     del self._live[renewal]
                     due.append(renewal)
         for renewal in due:
-            nxt = renewal.renew_due()  # Redis I/O: outside the mutex
+            nxt = renewal.renew_due()  # store I/O: outside the mutex
             if nxt is not None:
                 renewal.due = nxt
                 with self._mutex:

@@ -85,6 +85,7 @@ class Operations:
         self._epoch = ""
         self._intent: Optional[OperationalState] = None
         self._intent_version: Optional[tuple[Optional[str], Optional[str]]] = None
+        scheduler.before_first_claim = self.register_first
 
     # -- thread ---------------------------------------------------------------------
 
@@ -127,7 +128,7 @@ class Operations:
             except store.errors as error:
                 if not failing:
                     logger.warning(
-                        "cronlock: runner %s lost its Redis connection for operations "
+                        "cronlock: runner %s lost its store connection for operations "
                         "(triggers, schedules, heartbeat): %s; reconnecting",
                         self.host.runner_id,
                         error,
@@ -277,6 +278,20 @@ class Operations:
                 len(stored),
             )
         self._schedules_version = version
+
+    def register_first(self) -> None:
+        """Write the registry before the scheduler's first claim, so a job new to the
+        store is paused at once while pause-all is set; a failure is logged and left to
+        the periodic sync (the claims then go ahead, as they would without it)."""
+        try:
+            with self._sync_lock:
+                self._register(round(self.host.clock.time() * 1000))
+        except Exception as error:  # the scheduler thread must go on
+            logger.warning(
+                "cronlock: runner %s could not register its jobs before its first claim: %s",
+                self.host.runner_id,
+                error,
+            )
 
     def _register(self, now_ms: int) -> None:
         stale = monotonic() - self._registered_at > REGISTRY_REFRESH_S

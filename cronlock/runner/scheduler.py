@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
+from typing import Callable, Optional
 
 from cronlock.clock import monotonic, utc_now
 from cronlock.context import ErrorContext
@@ -84,6 +84,9 @@ class Scheduler:
         self.last_wake: Optional[float] = (
             None  # monotonic(): for health(), at least every MAX_SLEEP_S
         )
+        #: Called in the scheduler thread before its first claim (the registry write, so
+        #: a pause-all already set covers this runner's new jobs); must not raise.
+        self.before_first_claim: Optional[Callable[[], None]] = None
 
     def now_ms(self) -> int:
         return round(self.host.clock.time() * 1000)
@@ -103,6 +106,8 @@ class Scheduler:
         self.thread.start()
 
     def loop(self) -> None:
+        if self.before_first_claim is not None:
+            self.before_first_claim()
         while True:
             self.last_wake = monotonic()
             with self.cond:

@@ -2,7 +2,9 @@
 
 [`RedisStore`][cronlock.stores.RedisStore] (Redis, Valkey, Sentinel, Cluster) and
 [`SqliteStore`][cronlock.stores.SqliteStore] (one SQLite file shared by the processes of
-one host) hold the same jobs with the same guarantees; docs/stores.md compares them.
+one host) and `PostgresStore` (PostgreSQL tables; needs the ``postgres`` extra, so it is
+imported when first named) hold the same jobs with the same guarantees; docs/stores.md
+compares them.
 
 A redis-py client given to [`CronRunner`][cronlock.runner.CronRunner] or
 [`Admin`][cronlock.admin.Admin] becomes a [`RedisStore`][cronlock.stores.RedisStore];
@@ -23,6 +25,7 @@ from typing import Any, Optional
 
 from cronlock.errors import ConfigurationError
 from cronlock.stores.base import Restorable, Store, Subscription
+from cronlock.stores.locks import store_lock
 from cronlock.stores.redis import RedisStore
 from cronlock.stores.sql import SqlStore
 from cronlock.stores.sqlite import SqliteStore
@@ -33,6 +36,7 @@ __all__ = [
     "ClaimReply",
     "ClaimStatus",
     "HistoryEntry",
+    "PostgresStore",
     "RedisStore",
     "Restorable",
     "SqlStore",
@@ -43,7 +47,17 @@ __all__ = [
     "TriggerStatus",
     "as_store",
     "from_url",
+    "store_lock",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``PostgresStore``, imported on first use: psycopg is an optional dependency."""
+    if name == "PostgresStore":
+        from cronlock.stores.postgres import PostgresStore  # noqa: PLC0415 - optional extra
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def as_store(store_or_client: Any, prefix: Optional[str] = None) -> Store:

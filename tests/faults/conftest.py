@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -86,6 +86,21 @@ def record_report(fault_table: list[Report]) -> Callable[[Report], Report]:
 def server(server_factory: Callable[..., RedisServer]) -> RedisServer:
     """A private server for one scenario."""
     return server_factory()
+
+
+@pytest.fixture
+def pg(pg_server: Any) -> Iterator[Any]:
+    """A private PostgreSQL for one scenario (it may be killed, frozen, restarted).
+
+    Asks for the session's ``pg_server`` first, so a machine without the binaries
+    skips (or, under ``CI=true``, fails) the same way."""
+    from tests.pgserver import PostgresServer
+
+    server = PostgresServer(pg_server.bin_dir)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
 
 
 @pytest.fixture

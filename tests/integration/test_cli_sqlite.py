@@ -1,17 +1,20 @@
 """The CLI on a SQLite store (``--store-url sqlite:///...``): the same commands, the same
-answers as on Redis, and a clear refusal for what only Redis has (locks)."""
+answers as on Redis, locks and ``exec --slot`` included."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cronlock import Admin, CronRunner, FakeClock
-from cronlock.stores import SqliteStore, from_url
+from cronlock.stores import SqliteStore, from_url, store_lock
 from tests.integration.test_cli import cli_env, cronlock
 
 PREFIX = "lite"
@@ -83,13 +86,50 @@ def test_doctor_checks_what_every_store_has(db: Path) -> None:
     assert "do not apply" in names["store"]["detail"]
 
 
-@pytest.mark.parametrize("command", [["locks"], ["exec", "--key", "k", "--ttl", "5", "--", "true"]])
-def test_lock_commands_say_they_need_redis(db: Path, command: list[str]) -> None:
-    """exec and locks exit 2 naming the SQLite URL, instead of a traceback."""
-    out = lite(db, *command)
-    assert out.returncode == 2
-    assert "needs a Redis store" in out.stderr
-    assert f"CRONLOCK_STORE_URL names 'sqlite:///{db}'" in out.stderr
+HELD_INSIDE = (
+    "import sys; from cronlock import LockNotAcquired; from cronlock.stores import SqliteStore,"
+    " store_lock\ntry:\n    store_lock(SqliteStore(sys.argv[1], 'lite'), 'k', 5).acquire()\n"
+    "except LockNotAcquired:\n    sys.exit(0)\nsys.exit(9)"
+)
+
+
+def test_exec_runs_the_command_under_the_sqlite_lock(db: Path) -> None:
+    """exec on SQLite: the command runs while the lock is held (its own acquire of the
+    same key fails), exec exits with its status and the lock is free afterwards."""
+    out = lite(
+        db, "exec", "--key", "k", "--ttl", "5", "--", sys.executable, "-c", HELD_INSIDE, str(db)
+    )
+    assert out.returncode == 0, out.stderr
+    with store_lock(SqliteStore(db, PREFIX), "k", ttl=5) as lock:
+        assert lock.held
+
+
+def test_exec_and_locks_while_another_process_holds_it(db: Path) -> None:
+    """Held by someone else: exec exits 75 without running; locks shows the holder and its
+    fencing token; once released, ``locks k`` exits 1 (free)."""
+    with store_lock(SqliteStore(db, PREFIX), "k", ttl=30) as lock:
+        out = lite(db, "exec", "--key", "k", "--ttl", "5", "--", "false")
+        assert out.returncode == 75
+        assert "held by another owner" in out.stderr
+        shown = as_json(lite(db, "locks", "--json"))
+        assert [(i["key"], i["fencing_token"]) for i in shown] == [("k", lock.fencing_token)]
+        assert shown[0]["holder"].endswith(f":{os.getpid()}")
+        assert 0 < shown[0]["ttl_remaining"] <= 30
+    assert lite(db, "locks", "k").returncode == 1
+
+
+def test_exec_slot_runs_each_occurrence_once_on_sqlite(db: Path, tmp_path: Path) -> None:
+    """--slot on SQLite: the first run of an occurrence runs the command (CRONLOCK_SLOT set),
+    a second run of the same occurrence exits 75 without running it."""
+    runs = tmp_path / "runs"
+    slot = ("--slot", "0 0 1 1 *", "--timezone", "UTC", "--slot-grace", "40000000")
+    record = ("sh", "-c", 'echo "$CRONLOCK_SLOT" >> "$0"', str(runs))
+    first = lite(db, "exec", "--key", "k", "--ttl", "5", *slot, "--", *record)
+    second = lite(db, "exec", "--key", "k", "--ttl", "5", *slot, "--", *record)
+    assert (first.returncode, second.returncode) == (0, 75), second.stderr
+    assert "already claimed" in second.stderr
+    year = time.gmtime().tm_year
+    assert runs.read_text().split() == [f"{year}-01-01T00:00:00Z"]
 
 
 def test_from_url_reads_relative_and_absolute_sqlite_urls(

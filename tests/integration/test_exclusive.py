@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,18 +15,20 @@ import redis
 import cronlock
 from cronlock import ConfigurationError, LockLost, LockNotAcquired, exclusive, redis_lock
 from cronlock._keys import LockKeys
+from cronlock.stores import SqliteStore, store_lock
+from cronlock.stores.sql.leases import held_locks
 
 KEYS = LockKeys.of("cronlock", "nightly")
-# The module that keeps the default client (`cronlock.exclusive` re-exports it).
-exclusive_module = importlib.import_module("cronlock.lock.exclusive")
+# The module that keeps the default client and the stores opened from URLs.
+exclusive_module = importlib.import_module("cronlock.exclusive")
 
 
 @pytest.fixture(autouse=True)
 def no_default_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with no configured client and no URL in the environment."""
-    monkeypatch.delenv("CRONLOCK_REDIS_URL", raising=False)
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.setattr(exclusive_module, "_from_env", None)
+    for name in ("CRONLOCK_STORE_URL", "CRONLOCK_REDIS_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(exclusive_module, "_opened", {})
     cronlock.configure(None)
     yield
     cronlock.configure(None)
@@ -162,3 +166,82 @@ def test_client_from_environment_takes_a_valkey_url(
     monkeypatch.setenv("CRONLOCK_REDIS_URL", "valkey" + redis_url[len("redis") :])
     assert job() == "ran"
     assert exclusive_module.default_client().ping() is True
+
+
+def test_store_argument_locks_on_that_store(tmp_path: Path) -> None:
+    """store= a SqliteStore: the function runs holding the lock on that file (a second
+    process-wide acquire fails meanwhile), under the store's prefix."""
+    store = SqliteStore(tmp_path / "jobs.db", prefix="app")
+
+    @exclusive("nightly", ttl=5, store=store)
+    def job() -> int:
+        with pytest.raises(LockNotAcquired):
+            store_lock(store, "nightly", ttl=5).acquire()
+        return 7
+
+    assert job() == 7
+    assert held_locks(store) == []
+
+
+def test_store_url_and_the_environment_name_any_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused_port: int
+) -> None:
+    """store_url= opens the store it names; without one, CRONLOCK_STORE_URL wins over
+    CRONLOCK_REDIS_URL and REDIS_URL (both pointing at a dead server here)."""
+    path = tmp_path / "jobs.db"
+    seen: list[int] = []
+
+    def body() -> None:
+        with pytest.raises(LockNotAcquired):
+            store_lock(SqliteStore(path), "nightly", ttl=5).acquire()
+        seen.append(1)
+
+    exclusive("nightly", ttl=5, store_url=f"sqlite:///{path}")(body)()
+    dead = f"redis://127.0.0.1:{refused_port}/0"
+    monkeypatch.setenv("REDIS_URL", dead)
+    monkeypatch.setenv("CRONLOCK_REDIS_URL", dead)
+    monkeypatch.setenv("CRONLOCK_STORE_URL", f"sqlite:///{path}")
+    exclusive("nightly", ttl=5)(body)()
+    assert seen == [1, 1]
+
+
+def test_configured_store(tmp_path: Path) -> None:
+    """configure(store=...) is the default for functions given neither client nor store."""
+    store = SqliteStore(tmp_path / "jobs.db")
+    cronlock.configure(store=store)
+
+    @exclusive("nightly", ttl=5)
+    def job() -> list[str]:
+        return [info.key for info in held_locks(store)]
+
+    assert job() == ["nightly"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"client": "C", "store_url": "sqlite:///x.db"}, "client and store_url"),
+        ({"store": object()}, "store must be a cronlock store"),
+        ({"store_url": "ftp://x"}, "'ftp://x'"),
+        ({"store_url": "sqlite:////no/such/dir/x.db"}, "/no/such/dir"),
+        ({"store": "S", "prefix": "other"}, "prefix='other' differs"),
+    ],
+)
+def test_bad_store_arguments_are_refused_at_decoration(
+    tmp_path: Path, kwargs: dict[str, Any], message: str
+) -> None:
+    """Two places to lock, something that is not a store, a bad URL and a prefix that
+    contradicts the store's are refused when decorating, naming the value."""
+    given = dict(kwargs)
+    if given.get("client") == "C":
+        given["client"] = redis.Redis()  # never connected: refused before any call
+    if given.get("store") == "S":
+        given["store"] = SqliteStore(tmp_path / "jobs.db", prefix="app")
+    with pytest.raises((ConfigurationError, TypeError), match=re.escape(message)):
+        exclusive("nightly", ttl=5, **given)
+
+
+def test_configure_refuses_client_and_store_together(tmp_path: Path, client: redis.Redis) -> None:
+    """configure() takes one default, not two."""
+    with pytest.raises(ConfigurationError, match="not both"):
+        cronlock.configure(client=client, store=SqliteStore(tmp_path / "jobs.db"))

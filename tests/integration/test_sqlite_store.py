@@ -52,7 +52,7 @@ def test_a_bad_busy_timeout_is_refused_naming_it(tmp_path: Path, timeout: Any) -
 
 def test_without_create_schema_an_empty_file_is_refused(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "jobs.db", create_schema=False)
-    with pytest.raises(sqlite3.Error, match="no such table"):
+    with pytest.raises(SchemaError, match=r"absent.*create_schema=False.*cronlock store init"):
         store.schedules()
     SqliteStore(tmp_path / "jobs.db").schedules()  # creates the tables
     assert store.schedules() == {}

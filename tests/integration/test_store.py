@@ -104,7 +104,8 @@ def test_a_store_without_events_is_served_by_polling(client: redis.Redis) -> Non
 
     runner.start()
     try:
-        wait_until(lambda: Admin(store).runners(), timeout=10)
+        wait_until(lambda: "job" in store.registry() and Admin(store).runners(), timeout=10)
+        # registered, not only alive: a trigger of a job not yet registered is refused
         Admin(store).trigger("job")
         assert ran.wait(10)
         assert not runner.health().listening

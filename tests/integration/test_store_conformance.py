@@ -349,7 +349,8 @@ def test_admin_triggers_a_job_a_runner_on_the_store_runs(store: Store) -> None:
     runner.start()
     try:
         admin = Admin(store)
-        wait_until(admin.runners, timeout=10)
+        wait_until(lambda: "job" in store.registry() and admin.runners(), timeout=10)
+        # registered, not only alive: a trigger of a job not yet registered is refused
         admin.trigger("job")
         assert ran.wait(10)
         [status] = [s for s in admin.jobs() if s.key == "job"]
@@ -357,3 +358,25 @@ def test_admin_triggers_a_job_a_runner_on_the_store_runs(store: Store) -> None:
         wait_until(lambda: any(e.event == "succeeded" for e in admin.history("job")), timeout=10)
     finally:
         runner.stop(timeout=5)
+
+
+def test_a_started_runner_registers_before_its_first_claim_so_pause_all_holds(
+    store: Store,
+) -> None:
+    """Pause-all set before a runner with a new job starts: the slot due at start is
+    refused as paused (the registry is written before the first claim), never run."""
+    store.pause_all([])
+    ran = threading.Event()
+    runner = CronRunner(store, clock=FakeClock(T0 + 0.001))
+
+    @runner.interval(seconds=10, key="fresh")
+    def fresh() -> None:
+        ran.set()
+
+    runner.start()
+    try:
+        wait_until(lambda: runner.statistics().claims_paused >= 1, timeout=10)
+    finally:
+        runner.stop(timeout=5)
+    assert not ran.is_set()
+    assert store.job_states(["fresh"])[0].fields.get("paused") == "1"

@@ -236,17 +236,18 @@ def test_main_without_url_returns_2(
 
 
 @pytest.mark.parametrize("command", [["exec", "--key", "k", "--ttl", "5", "--", "true"], ["locks"]])
-def test_lock_commands_refuse_a_store_that_is_not_redis(
+def test_lock_commands_refuse_a_store_url_that_cannot_work(
     no_url_env: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     command: list[str],
 ) -> None:
-    """exec and locks say they need Redis (exit 2) for a URL of another store."""
-    url = "postgresql://u:secret@h/db"
+    """exec and locks take any store URL; one that cannot work (a SQLite file in a
+    directory that does not exist) exits 2 naming where it came from and the directory."""
+    url = "sqlite:////no/such/dir/jobs.db"
     assert main(["--store-url", url, *command]) == 2
     err = capsys.readouterr().err
-    assert f"cronlock {command[0]} needs a Redis store" in err
-    assert "--store-url names 'postgresql://***@h/db'" in err
+    assert "--store-url" in err
+    assert "'/no/such/dir' does not exist" in err
 
 
 def test_an_unknown_store_scheme_is_a_usage_error_naming_the_source(
@@ -329,6 +330,54 @@ def test_key_from_redis_key(redis_key: str, key: str | None) -> None:
 def test_the_demo_refuses_a_store_that_is_not_redis(
     no_url_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The demo's replicas run on Redis: a SQLite URL exits 2 before anything starts."""
+    """Without --store the replicas run on Redis: a SQLite URL exits 2 before anything
+    starts, saying which --store would take it."""
     assert main(["--store-url", "sqlite:///x.db", "demo"]) == 2
-    assert "the demo runs on Redis; --store-url names 'sqlite:///x.db'" in capsys.readouterr().err
+    assert (
+        "the demo runs on Redis unless --store sqlite or --store postgres says otherwise; "
+        "--store-url names 'sqlite:///x.db'"
+    ) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (
+            ["demo", "--store", "postgres"],
+            {"REDIS_URL": "redis://app-cache"},
+            "--store postgres needs a PostgreSQL URL; REDIS_URL names 'redis://app-cache'",
+        ),
+        (
+            ["demo", "--store", "postgres"],
+            {},
+            "--store postgres needs a PostgreSQL URL: pass --store-url "
+            "postgresql://USER@HOST/DATABASE or set CRONLOCK_STORE_URL",
+        ),
+        (
+            ["--store-url", "postgresql://app:s3cret@db", "demo", "--store", "postgres"],
+            {},
+            "--store postgres: a PostgreSQL URL must name its database",
+        ),
+        (
+            ["demo", "--store", "sqlite", "--store-url", "sqlite:///jobs.db"],
+            {},
+            "--store sqlite makes a file of its own; --store-url names 'sqlite:///jobs.db'",
+        ),
+    ],
+    ids=["postgres-given-redis", "postgres-no-url", "postgres-no-database", "sqlite-given-url"],
+)
+def test_the_demo_refuses_a_store_url_that_does_not_fit_store(
+    no_url_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    env: dict[str, str],
+    message: str,
+) -> None:
+    """A --store and a store URL that do not fit exit 2 naming both, before anything
+    starts (the password of a URL masked)."""
+    for name, value in env.items():
+        no_url_env.setenv(name, value)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "s3cret" not in err

@@ -58,6 +58,9 @@ class Backend(Protocol):
     def subscribe(self) -> Optional[Subscription]:
         """Listen for wake-up events; None when the database has none (poll)."""
 
+    def tables_exist(self, cursor: Cursor) -> bool:
+        """Whether cronlock's tables are there (its ``meta`` table, at least); reads only."""
+
     def create_schema(self, cursor: Cursor, statements: Sequence[str]) -> None:
         """Run the DDL ``statements`` once even when many processes start at once."""
 

@@ -83,6 +83,14 @@ class SqlClaimPath:
             with self.backend.transaction() as cur:
                 if self._create_schema:
                     self.backend.create_schema(cur, schema.statements(self.backend))
+                elif not self.backend.tables_exist(cur):
+                    # refused, not raised as the database's error: the runner would
+                    # retry that as an outage for ever
+                    raise schema.SchemaError(
+                        f"cronlock's tables are absent from {self.backend.location()} and"
+                        " create_schema=False: create them first (`cronlock store init`,"
+                        " or a store with create_schema=True)"
+                    )
                 schema.check_version(self.backend, cur)
             self._ready_pid = os.getpid()
 

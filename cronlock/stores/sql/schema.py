@@ -3,15 +3,18 @@
 One set of tables holds every prefix (a ``prefix`` column), so one database serves many
 applications. A job's claim state is one row whose ``state`` is a JSON object of the
 fields the Redis hash holds; history, pending manual runs, the registry, heartbeats,
-dynamic schedules and flags (pause-all, the schedules' version) have a table each.
+dynamic schedules and flags (pause-all, the schedules' version) have a table each, and
+so do locks (`cronlock.stores.sql.leases`: one row per key, kept after release).
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 from cronlock.errors import ConfigurationError
 from cronlock.stores.sql.backend import Backend, Cursor
 
-__all__ = ["SCHEMA_VERSION", "SchemaError", "check_version", "statements"]
+__all__ = ["SCHEMA_VERSION", "SchemaError", "check_version", "read_version", "statements"]
 
 #: The version of the tables this code reads and writes.
 SCHEMA_VERSION = 1
@@ -45,17 +48,22 @@ def statements(backend: Backend) -> list[str]:
         " value TEXT NOT NULL, PRIMARY KEY (prefix, name))",
         f"CREATE TABLE IF NOT EXISTS {t('locks')} ({key}, owner TEXT NOT NULL,"
         " expires_ms BIGINT NOT NULL, fence BIGINT NOT NULL, holder TEXT NOT NULL,"
-        " PRIMARY KEY (prefix, key))",
+        " since_ms BIGINT NOT NULL, slot_ms BIGINT, PRIMARY KEY (prefix, key))",
         f"INSERT INTO {t('meta')} (name, value) VALUES ('schema_version', '{SCHEMA_VERSION}')"
         " ON CONFLICT (name) DO NOTHING",
     ]
 
 
-def check_version(backend: Backend, cursor: Cursor) -> None:
-    """Refuse tables written by a newer cronlock (naming both versions)."""
+def read_version(backend: Backend, cursor: Cursor) -> Optional[str]:
+    """The ``schema_version`` row of the ``meta`` table (which must exist); None without it."""
     cursor.execute(f"SELECT value FROM {backend.table('meta')} WHERE name = 'schema_version'")
     row = cursor.fetchone()
-    found = str(row[0]) if row else "none"
+    return None if row is None else str(row[0])
+
+
+def check_version(backend: Backend, cursor: Cursor) -> None:
+    """Refuse tables written by a newer cronlock (naming both versions)."""
+    found = read_version(backend, cursor) or "none"
     if found != str(SCHEMA_VERSION):
         raise SchemaError(
             f"cronlock's tables in {backend.location()} have schema version {found}; this "

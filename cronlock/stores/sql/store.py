@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from cronlock.stores.entries import entry_from_fields
+from cronlock.stores.sql import schema
 from cronlock.stores.sql.backend import Cursor
 from cronlock.stores.sql.claimpath import SqlClaimPath
 from cronlock.stores.sql.rows import decode_state, placeholders
@@ -32,6 +33,17 @@ class SqlStore(SqlClaimPath):
     """
 
     # -- reading -------------------------------------------------------------------------
+
+    def schema_version(self) -> Optional[str]:
+        """The schema version the database's tables carry; None when they are absent.
+
+        Reads only, whatever ``create_schema`` says: ``cronlock store check`` compares it
+        with `cronlock.stores.sql.schema.SCHEMA_VERSION` (what this code writes).
+        """
+        with self.backend.transaction() as cur:
+            if not self.backend.tables_exist(cur):
+                return None
+            return schema.read_version(self.backend, cur)
 
     def _pairs(self, sql: str, params: Sequence[object]) -> dict[str, str]:
         with self._tx() as cur:

@@ -110,6 +110,12 @@ class SqliteBackend:
     def subscribe(self) -> Optional[Subscription]:
         return None
 
+    def tables_exist(self, cursor: Cursor) -> bool:
+        cursor.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [self.table("meta")]
+        )
+        return cursor.fetchone() is not None
+
     def create_schema(self, cursor: Cursor, statements: Sequence[str]) -> None:
         for statement in statements:  # BEGIN IMMEDIATE already excludes other writers
             cursor.execute(statement)
