@@ -20,6 +20,8 @@ class RunnerStatistics:
     slots_missed: int = 0  # passed beyond catch-up (e.g. the process was paused)
     slots_failed: int = 0  # abandoned after max_attempts takeovers
     slots_forgotten: int = 0  # a re-check found the job's state gone (empty restart): not run
+    rechecks: int = 0  # claims re-checking a slot that ran elsewhere (taken, handed over)
+    rechecks_skipped: int = 0  # re-checks dropped unsent: the slot was known settled
     runs_abandoned: int = 0  # an older run's lease lapsed unfinished, recorded by this claim
     slots_no_worker: int = 0  # due, but no worker here was free within catch-up
     runs_succeeded: int = 0

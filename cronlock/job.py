@@ -72,6 +72,9 @@ class Job:
         # This runner won the job's latest claimed slot: it claims the next one last
         # within the spread window, so the other replicas get their turn.
         self.won_last = False
+        # A worker's time on this job's last run (ms), or None: what a claim of it costs
+        # the runner's capacity (see the scheduler's CLAIM_HORIZON_MS).
+        self.busy_ms: Optional[float] = None
         self.tags: frozenset[Any] = frozenset()
 
     @property

@@ -13,8 +13,10 @@ One daemon thread per started runner (started by ``start()``, never at import):
    reconnects. Nothing it does can kill it: unexpected errors are logged and retried.
 
 Events: ``{"type": "trigger", "key": KEY}``, ``{"type": "schedules"}``,
-``{"type": "handover", "key": KEY, "slot": MS}``, ``{"type": "wake"}`` (stop).
-None of this touches the scheduled claim path: a losing claim still costs 1 round trip.
+``{"type": "handover", "key": KEY, "slot": MS}``, ``{"type": "finished", "key": KEY,
+"slot": MS}`` (a watched slot finished: its pending re-check is dropped),
+``{"type": "wake"}`` (stop). None of this touches the scheduled claim path: a losing
+claim still costs 1 round trip.
 """
 
 from __future__ import annotations
@@ -184,10 +186,13 @@ class Operations:
                 self.triggers.run([key], inline=False)
         elif kind == "schedules":
             self.reconcile_schedules(force=True)
-        elif kind == "handover":
+        elif kind in ("handover", "finished"):
             key, slot = event.get("key"), event.get("slot")
             if isinstance(key, str) and isinstance(slot, int):
-                self.scheduler.watch_now(key, slot)
+                if kind == "handover":
+                    self.scheduler.watch_now(key, slot)
+                else:
+                    self.scheduler.settled(key, slot)
 
     # -- the periodic sync ------------------------------------------------------------
 

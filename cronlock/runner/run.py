@@ -77,6 +77,7 @@ class Run:
         self.error: Optional[BaseException] = None
         self.finished = threading.Event()
         self._started = monotonic()
+        self.busy_s: Optional[float] = None  # the worker's time on the run, once it ended
         self._closed = False  # no more renewals
         self._returned = False  # the handler has returned (a timeout no longer applies)
         self._lock = threading.Lock()
@@ -144,6 +145,7 @@ class Run:
     def execute(self) -> None:
         """Call the handler (with retries), then record the outcome. Never raises."""
         observers = self.host.observers
+        began: Optional[float] = None
         try:
             if self._wait_for_start():  # stopped before its boundary: the handler never ran
                 self.close()
@@ -151,6 +153,7 @@ class Run:
                 return
             started_at = utc_now()
             self._started = monotonic()
+            began = self._started
             timeout_ms = self.job.options.timeout_ms
             if timeout_ms:
                 get_deadlines().schedule(Timeout(self), self._started + timeout_ms / 1000)
@@ -167,6 +170,8 @@ class Run:
             logger.exception("cronlock: internal error running job %r", self.job.key)
         finally:
             self.close()
+            if began is not None:  # handler and finish: what the claim capacity learns from
+                self.busy_s = monotonic() - began
             self.finished.set()
             self.on_end(self)
 

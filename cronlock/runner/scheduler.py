@@ -25,7 +25,7 @@ from cronlock.outcomes import ClaimStatus
 from cronlock.runner.decisions import Action, Decision, decide
 from cronlock.runner.host import RunnerHost
 from cronlock.runner.run import Run
-from cronlock.runner.slots import Entry, SlotQueue
+from cronlock.runner.slots import Budget, Entry, SlotQueue, rechecks_first
 from cronlock.stores.types import ClaimReply, Replication, SlotClaim
 
 logger = logging.getLogger("cronlock")
@@ -42,6 +42,14 @@ CLAIM_BATCH = 500
 # slot's boundary in its worker thread, so the claim's round trip is not part of the
 # handler's start delay. (``run_pending`` never claims early.)
 CLAIM_LEAD_MS = 5
+# Beyond one claim per idle worker, a batch holds the claims the idle workers are expected
+# to start within this long, judged by each job's last run here: 1,000 short jobs due
+# together go out in a few pipelines instead of batches of 8, while jobs that keep a
+# worker longer, or never ran here, are claimed one per idle worker, as before.
+CLAIM_HORIZON_MS = 50
+# Replies to a claim of a newer slot that leave the store holding that slot (or a newer
+# one): a pending re-check of an older slot of the job could only answer ``stale``.
+RECORDED = frozenset({ClaimStatus.WON, ClaimStatus.TAKEN, ClaimStatus.DONE, ClaimStatus.STALE})
 
 
 class Scheduler:
@@ -106,7 +114,7 @@ class Scheduler:
                 if self.host.stopping:
                     return
                 now_ms = self.now_ms()
-                batch = self.slots.from_backlog(now_ms, len(self.running))
+                batch = self.slots.from_backlog(now_ms, len(self.running), self.budget())
                 due = self.slots.next_due()
                 claim_at = due - CLAIM_LEAD_MS if due is not None else None
                 if claim_at is not None and claim_at <= now_ms:
@@ -136,7 +144,10 @@ class Scheduler:
         with self.cond:
             claims = self.slots.to_claim(batch, now_ms)
             if not inline:
-                claims = self.slots.within_capacity(claims, len(self.running))
+                claims = self.slots.within_capacity(claims, len(self.running), self.budget())
+        rechecks = sum(1 for entry in claims if entry.kind == "watch")
+        if rechecks:
+            self.host.stats.add("rechecks", rechecks)
         # Every claim first, then the runs: starting handlers between chunks would let the
         # worker threads compete with the claims for the GIL (10,000 jobs due together).
         answered: list[tuple[Entry, ClaimReply, float]] = []
@@ -164,6 +175,7 @@ class Scheduler:
             self.host.holder,
             self.host.retention,
             recheck=entry.kind == "watch",
+            wake=rechecks_first(entry),
         )
 
     def claim(self, entries: list[Entry], now_ms: int) -> list[Optional[ClaimReply]]:
@@ -198,6 +210,9 @@ class Scheduler:
         job = entry.job
         if entry.kind == "claim":  # a scheduled slot's own claim (not a re-check)
             job.won_last = decision.action is Action.START
+            if reply.status in RECORDED:  # the store now holds this slot, not older ones
+                with self.cond:
+                    self.slots.settle(job.key, entry.slot_ms - 1)
         if decision.action is Action.ASK_AT_BOUNDARY:
             entry.early = False
             logger.debug(
@@ -347,13 +362,24 @@ class Scheduler:
             return 0
         return 1
 
+    def budget(self) -> Budget:
+        """What a claim batch may hold beyond the idle workers (under ``cond``)."""
+        return Budget(CLAIM_HORIZON_MS)
+
     def run_ended(self, run: Run) -> None:
         with self.cond:
             self.running.discard(run)
+            if run.busy_s is not None:
+                run.job.busy_ms = run.busy_s * 1000
             if self.slots.backlog:
                 # A worker is free for a waiting claim. (While the scheduler is busy this
                 # is a no-op, so under load the waiting claims still go out in batches.)
                 self.cond.notify()
+
+    def settled(self, key: str, slot_ms: int) -> None:
+        """Slot ``slot_ms`` of ``key`` finished elsewhere: a pending re-check is dropped."""
+        with self.cond:
+            self.slots.settle(key, slot_ms)
 
     def watch_now(self, key: str, slot_ms: int) -> None:
         """Claim ``slot_ms`` of ``key`` now (another replica handed it over)."""

@@ -6,6 +6,12 @@ around every call.
 
 After each slot the job's next slot is pushed, so the heap holds one entry per job (plus
 re-checks of slots that run elsewhere).
+
+A re-check is dropped, without a claim, once the slot is known to be *settled*: this
+runner's claim of a newer slot of the job was recorded (the store keeps only the latest
+slot, so the re-check could only answer ``stale``), or the store announced the slot's
+finish. The re-check stays queued until then: it is how a crashed owner's slot is taken
+over.
 """
 
 from __future__ import annotations
@@ -54,6 +60,34 @@ class Entry:
     yielded: bool = field(compare=False, default=False)  # let others claim first (won last)
 
 
+@dataclass
+class Budget:
+    """Worker time (ms) each idle worker may take on beyond its own claim in one batch.
+
+    A claim costs its job's last run here (``Job.busy_ms``); a job that never ran here
+    ends the extension: its run could keep a worker for any time. Busy workers add
+    nothing: their runs may last any time too.
+    """
+
+    ms_per_worker: float
+
+    def fits(self, entries: list[Entry], idle: int) -> int:
+        """How many of ``entries``, in order, ``idle`` workers take on within the budget."""
+        left = self.ms_per_worker * idle
+        for n, entry in enumerate(entries):
+            cost = entry.job.busy_ms
+            if cost is None:
+                return n
+            left -= max(cost, MIN_RUN_MS)
+            if left < 0:
+                return n
+        return len(entries)
+
+
+# A run is never expected to take less than this (a budget stays finite).
+MIN_RUN_MS = 0.1
+
+
 def due_slot(job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
     """The slot to claim for an entry popped at ``now_ms``; None if missed for good.
 
@@ -69,6 +103,15 @@ def due_slot(job: Job, slot_ms: int, now_ms: int) -> Optional[int]:
     return slot_ms if now_ms - slot_ms <= allowed else None
 
 
+def rechecks_first(entry: Entry) -> bool:
+    """Whether a ``taken`` reply's re-check (at the lease's end) would come before the
+    job's next slot, which would otherwise settle it: then the claim asks the holder's
+    finish to announce itself (``SlotClaim.wake``)."""
+    job = entry.job
+    following = job.schedule.next_after(entry.slot_ms)
+    return following is None or following - entry.slot_ms > job.options.ttl_ms
+
+
 class SlotQueue:
     """Next slots by due time, and claims that wait for a worker (see the module docstring)."""
 
@@ -80,11 +123,19 @@ class SlotQueue:
         self.seeded = False
         self._seq = itertools.count()
         self._spread_seed = random.getrandbits(64)
+        # job key -> the latest slot known settled: re-checks up to it are pointless
+        self.settled: dict[str, int] = {}
 
     def clear(self) -> None:
         self.heap.clear()
         self.backlog.clear()
+        self.settled.clear()
         self.seeded = False
+
+    def settle(self, key: str, slot_ms: int) -> None:
+        """Slots of ``key`` up to ``slot_ms`` need no re-check (see the module docstring)."""
+        if slot_ms > self.settled.get(key, -1):
+            self.settled[key] = slot_ms
 
     def seed_all(self, jobs: Iterable[Job], now_ms: int) -> None:
         """Queue the first slot of every enabled job."""
@@ -161,6 +212,9 @@ class SlotQueue:
             job = entry.job
             if entry.generation != job.generation or not job.enabled:
                 continue
+            if entry.kind == "watch" and self.settled.get(job.key, -1) >= entry.slot_ms:
+                self.stats.add("rechecks_skipped")
+                continue
             if entry.kind == "slot" and self._yields(entry, now_ms):
                 continue
             if entry.kind == "slot":
@@ -192,28 +246,38 @@ class SlotQueue:
         self.push(entry, entry.slot_ms)
         return True
 
-    def within_capacity(self, claims: list[Entry], running: int) -> list[Entry]:
-        """The claims to send now: as many as this runner has idle workers.
+    def within_capacity(
+        self, claims: list[Entry], running: int, budget: Optional[Budget] = None
+    ) -> list[Entry]:
+        """The claims to send now: as many as this runner can start at once or soon.
 
         A replica that won more slots than it has workers would start the rest late
         (and their next slots would find them busy) while other replicas' workers sat
-        idle. The others wait in the backlog, in order, for a worker of this runner to
-        be free; meanwhile a replica with idle workers claims them.
+        idle. So the claims sent are one per idle worker, plus, with ``budget``, those
+        its idle workers are expected to start within the budget's horizon (jobs whose
+        last runs were short). The others wait in the backlog, in order, for a worker of
+        this runner to be free; meanwhile a replica with idle workers claims them.
         """
-        idle = self.max_workers - running
-        if len(claims) <= idle:
+        idle = max(self.max_workers - running, 0)
+        count = idle + (budget.fits(claims[idle:], idle) if budget is not None else 0)
+        if len(claims) <= count:
             return claims
-        send, wait = claims[: max(idle, 0)], claims[max(idle, 0) :]
+        send, wait = claims[:count], claims[count:]
         for entry in wait:
             entry.early = False  # claimed after its boundary now
         self.backlog.extend(wait)
         logger.debug("cronlock: %d claim(s) wait for a free worker", len(wait))
         return send
 
-    def from_backlog(self, now_ms: int, running: int) -> list[Entry]:
-        """Backlog claims for this runner's idle workers; those past catch-up are dropped
-        (another replica has run them, or nobody had a worker in time)."""
+    def from_backlog(
+        self, now_ms: int, running: int, budget: Optional[Budget] = None
+    ) -> list[Entry]:
+        """Backlog claims for this runner's idle workers (and what ``budget`` allows, see
+        `within_capacity`); those past catch-up are dropped (another replica has run
+        them, or nobody had a worker in time)."""
         idle = self.max_workers - running
+        if idle > 0 and budget is not None:
+            idle += budget.fits(list(itertools.islice(self.backlog, idle, idle + 500)), idle)
         batch: list[Entry] = []
         while self.backlog and len(batch) < idle:
             entry = self.backlog.popleft()

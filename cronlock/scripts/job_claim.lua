@@ -16,6 +16,10 @@
 -- ARGV[9]  (optional) "1": a re-check of a slot this replica was told is running elsewhere
 --          (taken, or handed over): take over a lapsed lease, but never start the slot
 --          afresh; when the job's state no longer names the slot, reply gone
+-- ARGV[10] (optional, with ARGV[7..9]) "1": wake me. On a "taken" reply the state notes
+--          the slot as watched ("watched" field), so the holder's finish announces it
+--          (job_finish) and this replica drops its re-check; sent when the re-check at
+--          the lease's end would come before the job's next slot
 --
 -- Reply, first element a status:
 --   {"won", attempt, fence, lease_until, [slot, attempt]...}
@@ -36,7 +40,7 @@
 --   {"corrupt", type}                      the key is not a hash we wrote
 --
 -- History entries (XADD, ids from this server's clock; only on a state change, so a
--- losing claim writes nothing): "running" on a win, "taken_over" for the attempt whose
+-- losing claim writes nothing but the "watched" field of ARGV[10]): "running" on a win, "taken_over" for the attempt whose
 -- lease lapsed, "abandoned" after max_attempts, "expired" for a run that never finished
 -- before a newer slot started, "replaced" for a run cut short by overlap "replace".
 --
@@ -138,6 +142,9 @@ if slot == cur then
     return {'won', attempt, fence, until_ms}
   end
   if lease > now then
+    if ARGV[10] == '1' then
+      redis.call('HSET', key, 'watched', ARGV[1])
+    end
     return {'taken', lease, attempt, now}
   end
   if attempt >= tonumber(ARGV[4]) then

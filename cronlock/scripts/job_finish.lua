@@ -13,6 +13,9 @@
 -- ARGV[9]  duration, ms (handler start to end, measured by the runner)
 -- ARGV[10] error type ("" if none)   ARGV[11] traceback, truncated ("" if none)
 -- ARGV[12] kind: "scheduled" or "manual" (a triggered run)
+-- ARGV[13] (optional, with ARGV[4..12]) the prefix's events channel, and
+-- ARGV[14] the message published on it when a finished ("done"/"failed") slot was
+--          watched (a replica told "taken" asked to be woken: job_claim ARGV[10])
 --
 -- Summary fields kept in the state hash for alerting ("dead man's switch"):
 --   done:   last_done (slot), done_at (ms), failures = 0
@@ -62,6 +65,10 @@ if st[1] == ARGV[1] and st[2] == 'running' and st[3] == ARGV[2] then
   else
     redis.call('HSET', key, 'status', outcome, 'owner', '', 'lease', now, 'finished', now)
     summary()
+    if ARGV[13] and redis.call('HGET', key, 'watched') == ARGV[1] then
+      redis.call('HDEL', key, 'watched')
+      redis.call('PUBLISH', ARGV[13], ARGV[14])
+    end
   end
   history()
   return {'ok'}

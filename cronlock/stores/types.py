@@ -96,6 +96,11 @@ class SlotClaim:
     #: it may take a lapsed lease over, but never starts the slot afresh; when the job's
     #: state no longer names the slot (the store forgot it) the reply is ``gone``.
     recheck: bool = False
+    #: Ask to be woken: on a ``taken`` reply the store notes the slot as watched, and
+    #: the holder's finish announces it (a ``finished`` event), so this runner drops its
+    #: re-check. Sent when the re-check at the lease's end would come before the job's
+    #: next slot. A store without events may ignore it (the re-check then goes out).
+    wake: bool = False
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ SCRIPT_COMMANDS = [
     "type", "time", "exists", "get", "set", "del", "pexpire", "pttl",
     "hget", "hmget", "hset", "hdel", "hkeys", "hincrby",
     "lpush", "lpop", "zadd", "zrange", "zrangebyscore", "zrem", "xadd", "xtrim",
+    "publish",  # job_finish: a watched slot's finish wakes its watchers
 ]  # fmt: skip
 # What a started runner's operations thread sends besides scripts: heartbeats, the job
 # registry, trigger and schedule checks, and the events channel (handovers, triggers);
@@ -53,7 +54,7 @@ def acl_rules(
     return head + [f"+{c}" for c in commands]
 
 
-ACL_RULES = acl_rules(CLIENT_COMMANDS + RUNNER_COMMANDS + SCRIPT_COMMANDS)
+ACL_RULES = acl_rules(sorted(set(CLIENT_COMMANDS + RUNNER_COMMANDS + SCRIPT_COMMANDS)))
 
 
 @pytest.fixture

@@ -206,20 +206,25 @@ def finish(
     *,
     history: HistoryOptions = NO_HISTORY,
     info: Optional[FinishInfo] = None,
+    wake: Optional[tuple[str, str]] = None,
 ) -> bool:
-    """Record a run's end ("done", "failed" or "handover"); False when no longer ours."""
-    if not history.enabled:
+    """Record a run's end ("done", "failed" or "handover"); False when no longer ours.
+
+    ``wake``: the events channel and the message the script publishes when a replica
+    told ``taken`` asked to hear of this finish.
+    """
+    if not history.enabled and wake is None:
         reply = FINISH(client, [state_key], [slot_ms, owner, outcome])
         return text(reply[0]) == "ok"
     i = info or FinishInfo()
     reply = FINISH(
         client,
-        [state_key, history.stream],
+        [state_key, history.stream] if history.enabled else [state_key],
         [
             slot_ms,
             owner,
             outcome,
-            history.max_entries,
+            history.max_entries if history.enabled else 0,
             history.max_age_ms,
             i.attempt,
             i.fence,
@@ -228,6 +233,7 @@ def finish(
             i.error_type,
             i.traceback,
             i.kind,
+            *(wake or ()),
         ],
     )
     return text(reply[0]) == "ok"

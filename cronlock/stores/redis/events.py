@@ -8,7 +8,13 @@ from typing import Any, Optional
 
 from cronlock._scripts import text
 
-__all__ = ["PubSub"]
+__all__ = ["PubSub", "finished_event"]
+
+
+def finished_event(key: str, slot_ms: int) -> str:
+    """The message a watched slot's finish publishes (``job_finish``): its watchers drop
+    their re-check of it."""
+    return json.dumps({"type": "finished", "key": key, "slot": slot_ms})
 
 
 class PubSub:

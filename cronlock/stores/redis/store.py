@@ -34,7 +34,7 @@ from cronlock.errors import ConfigurationError
 from cronlock.stores.base import Subscription
 from cronlock.stores.redis import claims as _claims
 from cronlock.stores.redis import intent, scans
-from cronlock.stores.redis.events import PubSub
+from cronlock.stores.redis.events import PubSub, finished_event
 from cronlock.stores.redis.history import parse_entry
 from cronlock.stores.types import (
     ClaimReply,
@@ -101,15 +101,16 @@ class RedisStore:
             claim.holder,
         ]
         kept = claim.retention
+        tail: tuple[int, ...] = ()
+        if claim.recheck or claim.wake:
+            tail = (1 if claim.recheck else 0, *((1,) if claim.wake else ()))
         if not kept.max_entries:
-            if claim.recheck:
-                return [state], [*args, 0, 0, 1]
-            return [state], args
+            return [state], [*args, 0, 0, *tail] if tail else args
         return [state, history_key(self.prefix, claim.key)], [
             *args,
             kept.max_entries,
             kept.max_age_ms,
-            *((1,) if claim.recheck else ()),
+            *tail,
         ]
 
     def claim_slots(
@@ -151,6 +152,7 @@ class RedisStore:
             outcome,
             history=self._history(key, retention),
             info=info,
+            wake=(self._events, finished_event(key, slot_ms)),
         )
 
     def take_trigger(self, claim: TriggerClaim) -> TriggerReply:

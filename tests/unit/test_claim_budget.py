@@ -1,0 +1,57 @@
+"""How many claims a batch holds: one per idle worker, plus the short runs that fit the
+budget (``cronlock.runner.slots.Budget``). Pure bookkeeping: no store, no threads."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, Optional
+
+from cronlock._stats import StatsCounter
+from cronlock.runner.slots import Budget, Entry, SlotQueue
+
+
+def _entries(*busy_ms: Optional[float]) -> list[Entry]:
+    options = SimpleNamespace(catch_up_ms=60_000, jitter_ms=0)
+    jobs: list[Any] = [
+        SimpleNamespace(key=f"j{i}", busy_ms=b, options=options) for i, b in enumerate(busy_ms)
+    ]
+    return [Entry(0, i, job, 0, 1000, "claim") for i, job in enumerate(jobs)]
+
+
+def test_without_a_budget_a_batch_holds_one_claim_per_idle_worker() -> None:
+    """Two workers, one running: one claim goes, the other four wait in the backlog."""
+    queue = SlotQueue(StatsCounter(), max_workers=2)
+    claims = _entries(1.0, 1.0, 1.0, 1.0, 1.0)
+    assert queue.within_capacity(claims, running=1) == claims[:1]
+    assert list(queue.backlog) == claims[1:]
+
+
+def test_short_runs_that_fit_the_horizon_join_the_batch() -> None:
+    """A 10 ms budget: beyond the idle worker, 4 ms + 4 ms fit and a third does not."""
+    queue = SlotQueue(StatsCounter(), max_workers=1)
+    claims = _entries(None, 4.0, 4.0, 4.0)
+    assert queue.within_capacity(claims, 0, Budget(10)) == claims[:3]
+    assert list(queue.backlog) == claims[3:]
+
+
+def test_a_job_that_never_ran_here_ends_the_extension() -> None:
+    """Its run could keep a worker for any time: nothing behind it joins the batch."""
+    assert Budget(10).fits(_entries(1.0, None, 1.0), idle=1) == 1
+    assert Budget(10).fits(_entries(0.0, 0.0), idle=1) == 2  # a run costs at least MIN_RUN_MS
+
+
+def test_only_idle_workers_take_on_more() -> None:
+    """Two workers, one busy: the budget is one worker's; none idle: nothing is sent."""
+    queue = SlotQueue(StatsCounter(), max_workers=2)
+    claims = _entries(4.0, 4.0, 4.0, 4.0)
+    assert queue.within_capacity(claims, 1, Budget(10)) == claims[:3]
+    assert queue.within_capacity(_entries(1.0), 2, Budget(10)) == []
+
+
+def test_the_backlog_is_drained_by_the_budget_too() -> None:
+    """A freed worker takes its claim and the short ones that fit behind it."""
+    queue = SlotQueue(StatsCounter(), max_workers=1)
+    claims = _entries(1.0, 1.0, 1.0, 50.0, 1.0)
+    queue.within_capacity(claims, running=1)  # no idle worker: all wait
+    assert queue.from_backlog(0, 0, Budget(10)) == claims[:3]
+    assert list(queue.backlog) == claims[3:]
