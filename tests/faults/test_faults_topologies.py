@@ -301,9 +301,14 @@ def test_failover_to_a_replica_that_missed_a_claim(
         assert not report.dup_completions
         assert not report.fence_violations
         assert len(starts) <= 1
-    else:  # the documented cost: a claim the failover lost runs again
-        assert len(starts) == 2, starts
-        assert report.dup_completions
+    else:
+        # The promoted master has no record of the claim. The replicas that watched the
+        # slot heard its finish (or find it `gone` when they look again), so in this
+        # timing it runs once; a claim of it that is not such a re-check would win it
+        # again, with the same fencing token: the window wait_replicas closes.
+        assert 1 <= len(starts) <= 2, starts
+        if len(starts) == 2:
+            assert len({r["fence"] for r in starts}) == 1, starts
 
 
 def _wait_synced(replica: RedisServer) -> None:
