@@ -76,9 +76,11 @@ def _run(
     jobs: str = "tick:1:0.05:5",
     during: Callable[[list[Uwsgi]], None] = lambda u: None,
     settle: bool = False,
+    until: Callable[[History], bool] = lambda h: True,
 ) -> tuple[History, float, list[Uwsgi], float]:
     """Start one master per entry of ``options``, wait for SLOTS + 1 slots, stop them all.
 
+    ``until``: also wait (up to 60 s) until the records show what the test is about.
     ``settle``: before the stop, wait until the masters' output has been quiet for 3 s.
     A uWSGI 2.0 master that gets SIGINT while it sleeps before respawning a recycled
     worker ("worker respawning too fast") respawns it anyway and then waits for it
@@ -102,7 +104,8 @@ def _run(
 
         def enough() -> bool:
             during(masters)
-            return len(_slots_since(History.read(records), "tick", t0)) >= SLOTS + 1
+            history = History.read(records)
+            return len(_slots_since(history, "tick", t0)) >= SLOTS + 1 and until(history)
 
         wait_until(enough, timeout=60, interval=0.1)
         stopped_at = time.time()  # the window checked ends here, before any settling
@@ -200,6 +203,12 @@ def test_recycled_workers_hand_over_their_running_slot(tmp_path: Path, server: R
         jobs="tick:1:0.05:5,long:1:2.5:60",
         during=_poke_five_times_a_second,
         settle=True,
+        # a recycle must land inside a run of `long`: wait for one (3 s back, so the next
+        # attempt had time to start) rather than hope it falls in the first slots
+        until=lambda h: any(
+            r["outcome"] == "cancelled" and r["t"] < time.time() - 3
+            for r in h.events("end", "long")
+        ),
     )
     window = _assert_each_slot_once(history, t0, stopped_at, handover=True, slots=SLOTS)
     _assert_in_workers_only(history, masters, window)
