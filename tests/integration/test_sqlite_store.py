@@ -165,3 +165,27 @@ def test_runners_on_sqlite_poll_every_second_unless_told(tmp_path: Path) -> None
     assert store.subscribe() is None
     assert CronRunner(store).poll_interval == 1.0
     assert CronRunner(store, poll_interval=5).poll_interval == 5.0
+
+
+def test_close_from_one_thread_leaves_every_thread_a_working_store(tmp_path: Path) -> None:
+    """close() closes every thread's connection; each thread opens a new one at its next
+    use, never the closed one."""
+    import threading
+
+    store = SqliteStore(tmp_path / "jobs.db")
+    used, go, results = threading.Event(), threading.Event(), []
+
+    def worker() -> None:
+        store.ping()
+        used.set()
+        go.wait(10)
+        store.ping()
+        results.append(store.schedules())
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert used.wait(10)
+    store.close()
+    go.set()
+    thread.join(10)
+    assert results == [{}]
