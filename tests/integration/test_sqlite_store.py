@@ -189,3 +189,34 @@ def test_close_from_one_thread_leaves_every_thread_a_working_store(tmp_path: Pat
     go.set()
     thread.join(10)
     assert results == [{}]
+
+
+def test_threads_opening_a_new_file_at_once_all_get_a_working_store(tmp_path: Path) -> None:
+    """Six connections meeting a new file at the same instant: each one's switch to WAL
+    may find the file busy without SQLite waiting; none fails (20 rounds)."""
+    import threading
+
+    for round_ in range(20):
+        path = tmp_path / f"jobs{round_}.db"
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(6)
+
+        def use(
+            path: Path = path,
+            errors: list[BaseException] = errors,
+            barrier: threading.Barrier = barrier,
+        ) -> None:
+            store = SqliteStore(path)
+            barrier.wait(10)
+            try:
+                store.ping()
+                store.schedules()
+            except sqlite3.Error as error:
+                errors.append(error)
+
+        threads = [threading.Thread(target=use) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert errors == [], (round_, errors)

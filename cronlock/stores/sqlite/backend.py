@@ -77,7 +77,7 @@ class SqliteBackend:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._use_wal(conn)
             # WAL with synchronous NORMAL: a process killed loses nothing; a power loss may
             # forget the last commits (docs/stores.md)
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -88,6 +88,23 @@ class SqliteBackend:
         with self._opened_lock:
             self._opened.append((pid, conn))
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL (once: the mode is kept in the file). Connections that
+        open a new file at the same moment meet SQLITE_BUSY here without the busy handler
+        being asked (SQLite refuses to wait where waiting could deadlock), so the switch is
+        tried again until ``busy_timeout`` has passed."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()
+                if mode is None or str(mode[0]).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Cursor]:
