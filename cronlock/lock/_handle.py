@@ -20,9 +20,10 @@ from cronlock._validate import Seconds, seconds_to_ms
 from cronlock.clock import monotonic
 from cronlock.errors import LockLost
 from cronlock.lock._hold import WeakHold
+from cronlock.lock._holds import HOLDS
 from cronlock.lock._lease import check_wait, drift
 from cronlock.lock._leases import Leases
-from cronlock.lock._renewal import HOLDS, Renewal
+from cronlock.lock._renewal import Renewal
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -53,7 +54,7 @@ class LeaseLock:
         wait: ``None`` (default): raise [`LockNotAcquired`][cronlock.errors.LockNotAcquired] at once
             when the lock is held. Seconds: wait up to that long (how a waiter learns of
             the release is the store's: see docs/locks.md).
-        renew: extend the lease every ``ttl / 3`` from the process's one renewal thread
+        renew: extend the lease every ``ttl / 3`` from its server's renewal thread
             while the lock is held.
         max_hold: with ``renew``, stop renewing so that the lease ends this many seconds
             after acquiring (the lock is then reported lost if still held).
@@ -180,6 +181,7 @@ class LeaseLock:
             weakref.ref(self),
             key=self.key,
             client=self._leases.client,
+            server=getattr(self._leases, "server", None) or self._leases.client,
             errors=self._leases.errors,
             ttl_ms=self._ttl_ms,
             max_hold=self._max_hold,

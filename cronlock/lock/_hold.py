@@ -34,6 +34,7 @@ class WeakHold:
         "errors",
         "key",
         "max_hold",
+        "server",
         "ttl_ms",
     )
 
@@ -43,6 +44,7 @@ class WeakHold:
         *,
         key: str,
         client: Any,
+        server: Any,
         errors: tuple[type[BaseException], ...],
         ttl_ms: int,
         max_hold: Optional[float],
@@ -61,6 +63,7 @@ class WeakHold:
         self._generation = generation
         self.key = key
         self.client = client
+        self.server = server
         self.errors = errors
         self.ttl_ms = ttl_ms
         self.max_hold = max_hold

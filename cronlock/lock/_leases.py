@@ -12,6 +12,10 @@ steps one store offers for one key, each decided on the store's clock:
 Redis's are `cronlock.lock._redislock.RedisLeases`; SQL stores' are
 `cronlock.stores.sql.leases.SqlLeases`. The dependency goes one way: stores implement
 this protocol, the lock never imports a store.
+
+A `Leases` may also have a ``server`` attribute: the identity whose renewal thread
+renews its locks (`cronlock.lock.renewer.server_of`; SQL stores give the store). Without
+one, the ``client`` is used, and with neither the process's shared renewal thread.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ class RedisLock(LeaseLock):
         wait: ``None`` (default): raise [`LockNotAcquired`][cronlock.errors.LockNotAcquired] at once
             when the lock is held. Seconds: wait up to that long, in a first-come first-served
             queue; the release wakes the first waiter at once.
-        renew: extend the lease every ``ttl / 3`` from the process's one renewal thread
+        renew: extend the lease every ``ttl / 3`` from the renewal thread of the client's pool
             while the lock is held.
         max_hold: with ``renew``, stop renewing so that the lease ends this many seconds
             after acquiring (the lock is then reported lost if still held).

@@ -1,14 +1,10 @@
-"""Renewal of held locks from the process's one shared renewal thread.
+"""The renewal of one held lock: what it asks of the hold, how it renews, when it stops.
 
 Each hold of a [`LeaseLock`][cronlock.lock.LeaseLock] (on Redis or another store) with
-``renew=True`` gets a `Renewal`, due every ``ttl / 3``. The holds of one process are kept by
-`HOLDS` (a `Holds`), which sits in `cronlock.lock.renewer.get_renewer`'s
-heap as *one* entry due at its earliest live renewal. So:
-
-* an acquire costs a dict insert and a heap push on a small heap of live holds, and a
-  push to the shared renewer only when it brings the earliest due time forward;
-* a release removes the hold at once (a dict delete): released holds never wake the
-  renewal thread, however many acquire/release cycles a process runs per second.
+``renew=True`` gets a `Renewal`, due every ``ttl / 3``. Renewals are kept per server by
+`cronlock.lock._holds.HOLDS` and served from that server's renewal thread
+(`cronlock.lock.renewer.get_renewer`), so a renewal hung on one server delays no
+renewal of a lock on another.
 
 A renewal:
 
@@ -17,7 +13,7 @@ A renewal:
   release: holds reference their handle weakly (`RenewableHold.dropped`), so a dropped
   handle's lease lapses on the store within its ttl instead of being renewed for as long as
   the process lives (the runner's job leases are held by their running ``Run``, which
-  the shared renewer references strongly, and are not affected);
+  its server's renewer references strongly, and are not affected);
 * marks the lock lost (WARNING, ``on_lost``) when the script says the key is not ours;
 * on a store error (one of the hold's ``errors``), logs a WARNING and retries while the
   lease may still be valid, and marks the lock lost once
@@ -27,30 +23,17 @@ A renewal:
 * before its first store call, arms a `_LeaseWatch` on the deadline heap, which
   marks the lock lost when the lease runs out even while a renewal hangs on a store that
   does not answer. Holds released before their first renewal (most) never pay for it.
-
-Fork: a forked child starts with no holds, so a lock held by the parent is never
-renewed by the child (it stays the parent's); the child's own holds are renewed by the
-child's renewer. The pools of the holds' clients are held across the fork
-(`cronlock._forksafe`), so the renewal thread is never inside one at that moment.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
-import os
-import threading
 from typing import Any, Optional, Protocol, Union
 
-from cronlock import _forksafe
 from cronlock.clock import monotonic
-from cronlock.lock.renewer import get_deadlines, get_renewer
+from cronlock.lock.renewer import get_deadlines
 
 logger = logging.getLogger("cronlock.lock")
-
-#: Ended holds' heap entries tolerated before a compaction (beyond twice the live ones).
-_COMPACT_AT = 16
 
 
 class RenewableHold(Protocol):
@@ -68,6 +51,11 @@ class RenewableHold(Protocol):
     def client(self) -> Any:
         """The redis-py client the renewal calls (its pools are held across fork), or
         None for a store that keeps its connections per process."""
+
+    @property
+    def server(self) -> Any:
+        """Whose renewal thread renews the hold (`cronlock.lock.renewer.server_of`):
+        the client, or the SQL store; None: the process's shared one."""
 
     @property
     def errors(self) -> tuple[type[BaseException], ...]:
@@ -112,10 +100,11 @@ class RenewableHold(Protocol):
 class Renewal:
     """One hold's renewal; stops when the hold ends."""
 
-    __slots__ = ("due", "hold", "interval", "watched")
+    __slots__ = ("due", "hold", "holds", "interval", "watched")
 
     def __init__(self, hold: RenewableHold, due: float) -> None:
         self.hold = hold
+        self.holds: Any = None  # the server's `Holds` that renews it, once added
         self.interval = hold.ttl_ms / 1000 / 3
         self.due = due
         self.watched = False
@@ -215,127 +204,3 @@ class _LeaseWatch:
             return monotonic() + left
         hold.mark_lost("its lease ran out before a renewal reached the store")
         return None
-
-
-class _Ticket:
-    """The holds' one entry in the shared renewer; a superseded ticket stops itself."""
-
-    __slots__ = ("due", "holds")
-
-    def __init__(self, holds: Holds, due: float) -> None:
-        self.holds = holds
-        self.due = due
-
-    def renew_due(self) -> Optional[float]:
-        return self.holds.serve(self)
-
-    def __repr__(self) -> str:
-        return "Renewal(held locks)"
-
-
-class Holds:
-    """The live renewing holds of this process, served from the shared renewer."""
-
-    def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._live: dict[Renewal, int] = {}
-        self._heap: list[tuple[float, int, Renewal]] = []
-        self._seq = itertools.count()
-        self._ticket: Optional[_Ticket] = None
-        self._pid = os.getpid()
-
-    def add(self, renewal: Renewal) -> None:
-        """Renew ``renewal`` at its due time (and again as it asks) until discarded."""
-        with self._mutex:
-            if self._pid != os.getpid():
-                self._reset()
-            self._push(renewal)
-            ticket = self._ticket
-            if ticket is not None and ticket.due <= renewal.due:
-                return
-            ticket = self._ticket = _Ticket(self, renewal.due)
-        get_renewer().schedule(ticket, ticket.due)
-
-    def discard(self, renewal: Renewal) -> None:
-        """Stop renewing ``renewal`` (its hold ended); never sends anything to the store."""
-        with self._mutex:
-            if self._live.pop(renewal, None) is None:
-                return
-            if len(self._heap) > _COMPACT_AT + 2 * len(self._live):
-                self._compact()
-
-    def __len__(self) -> int:
-        with self._mutex:
-            return len(self._live)
-
-    def clients(self) -> list[Any]:
-        """The clients the renewal thread uses for the live holds (for fork safety)."""
-        with self._mutex:
-            return [r.hold.client for r in self._live if r.hold.client is not None]
-
-    def _push(self, renewal: Renewal) -> None:
-        seq = next(self._seq)
-        self._live[renewal] = seq
-        heapq.heappush(self._heap, (renewal.due, seq, renewal))
-
-    def _compact(self) -> None:
-        """Drop heap entries of ended holds (amortised O(1) per discard)."""
-        self._heap = [entry for entry in self._heap if self._live.get(entry[2]) == entry[1]]
-        heapq.heapify(self._heap)
-
-    def serve(self, ticket: _Ticket) -> Optional[float]:
-        """Renew what is due; the next due time, or None when this ticket is done."""
-        with self._mutex:
-            if ticket is not self._ticket:
-                return None
-            now = monotonic()
-            due: list[Renewal] = []
-            heap = self._heap
-            while heap and (heap[0][0] <= now or self._live.get(heap[0][2]) != heap[0][1]):
-                _, seq, renewal = heapq.heappop(heap)
-                if self._live.get(renewal) == seq:
-                    del self._live[renewal]
-                    due.append(renewal)
-        for renewal in due:
-            try:
-                nxt = renewal.renew_due()  # store I/O: outside the mutex
-            except Exception:  # never let one hold end the renewal of the others
-                logger.exception("cronlock: renewal of %r raised", renewal)
-                nxt = monotonic() + renewal.interval
-            if nxt is not None:
-                renewal.due = nxt
-                with self._mutex:
-                    if self._pid == os.getpid() and renewal.hold.live_token() is not None:
-                        self._push(renewal)
-        with self._mutex:
-            if ticket is not self._ticket:
-                return None
-            if not self._heap:
-                self._ticket = None
-                return None
-            ticket.due = self._heap[0][0]
-            return ticket.due
-
-    def _reset(self) -> None:
-        """In a forked child: forget the parent's holds (they stay the parent's)."""
-        self._live = {}
-        self._heap = []
-        self._ticket = None
-        self._pid = os.getpid()
-
-    def after_fork_in_child(self) -> None:
-        """Start empty, with a new mutex: the parent's may have been held at the fork."""
-        self._mutex = threading.Lock()
-        self._reset()
-
-
-#: This process's renewing lock holds.
-HOLDS = Holds()
-
-
-def _after_fork_in_child() -> None:
-    HOLDS.after_fork_in_child()
-
-
-_forksafe.clients_from(HOLDS.clients)  # their pools are held across fork()
-_forksafe.on_fork(_forksafe.Phase.STATE, after_in_child=_after_fork_in_child)

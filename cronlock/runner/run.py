@@ -3,7 +3,7 @@
 Timeline of a run (the owner's view):
 
 ```text
-claim ──won──> renew every heartbeat, default ttl/3 (shared renewal thread) ──> finish(done|failed)
+claim ──won──> renew every heartbeat, default ttl/3 (its server's thread) ──> finish(done|failed)
                     │ renew says "lost" (taken over / replaced) or the lease ran out
                     │ while Redis was unreachable
                     └──> ctx.cancelled is set; finish would say "lost": skipped
@@ -82,10 +82,11 @@ class Run:
         self._returned = False  # the handler has returned (a timeout no longer applies)
         self._lock = threading.Lock()
 
-    # -- renewal (called from the shared renewal thread) --------------------------------
+    # -- renewal (called from the store's renewal thread) --------------------------------
 
     def start_renewal(self) -> None:
-        get_renewer().schedule(self, monotonic() + self.heartbeat_s)
+        """Renew from the store's server's thread: one hung on another server delays nothing."""
+        get_renewer(self.host.store).schedule(self, monotonic() + self.heartbeat_s)
         get_deadlines().schedule(LeaseWatch(self), self.deadline)
 
     @property
@@ -95,7 +96,7 @@ class Run:
             return not (self._closed or self.lost)
 
     def renew_due(self) -> Optional[float]:
-        """Renew the lease now (the shared renewal thread calls this); the next time."""
+        """Renew the lease now (the store's renewal thread calls this); the next time."""
         if not self.renewing:
             return None
         store = self.host.store
@@ -202,7 +203,7 @@ class Run:
         return RunOutcome.FAILED
 
     def time_out(self) -> None:
-        """The job's timeout has passed (the renewal thread calls this): cancel the run."""
+        """The job's timeout has passed (the deadline thread calls this): cancel the run."""
         with self._lock:
             if self._returned:
                 return

@@ -15,7 +15,7 @@ from redis.retry import Retry
 
 from cronlock import LockInfo, LockLost, LockNotAcquired, RedisLock, inspect, redis_lock
 from cronlock._keys import LockKeys
-from cronlock.lock._renewal import HOLDS
+from cronlock.lock._holds import HOLDS
 from cronlock.lock.renewer import get_renewer
 from cronlock.testing import wait_until
 
@@ -243,10 +243,10 @@ def test_max_hold_bounds_renewal(client: redis.Redis) -> None:
 
 
 def test_renewer_is_shared(client: redis.Redis) -> None:
-    """Many renewing locks use the process's one renewal thread, not a thread each."""
+    """Many renewing locks on one client use its server's one renewal thread, not a thread each."""
     before = threading.active_count()
     locks = [RedisLock(client, f"job{i}", ttl=5, renew=True).acquire() for i in range(20)]
-    get_renewer()  # started by the first
+    assert get_renewer(client).running()  # started by the first
     assert threading.active_count() <= before + 1
     for lock in locks:
         lock.release()
@@ -254,12 +254,12 @@ def test_renewer_is_shared(client: redis.Redis) -> None:
 
 def test_released_holds_leave_the_renewer_alone(client: redis.Redis) -> None:
     """Released renew=True holds are dropped at once: the renewer keeps one entry, not one each."""
-    pending = get_renewer().pending()
+    pending = get_renewer(client).pending()
     for _ in range(200):
         RedisLock(client, "job", ttl=30, renew=True).acquire().release()
-    assert len(HOLDS) == 0
-    assert get_renewer().pending() <= pending + 1
-    assert len(HOLDS._heap) <= 16
+    assert len(HOLDS.of(client)) == 0
+    assert get_renewer(client).pending() <= pending + 1
+    assert HOLDS.of(client).queued() <= 16
 
 
 def test_inspect_describes_holder(client: redis.Redis) -> None:

@@ -12,7 +12,7 @@ import redis
 
 from cronlock import RedisLock, exclusive, redis_lock
 from cronlock._keys import LockKeys
-from cronlock.lock._renewal import HOLDS
+from cronlock.lock._holds import HOLDS
 from cronlock.testing import wait_until
 
 TTL = 1.0  # renewed every ttl/3; shorter leases lapse when a loaded machine delays a renewal

@@ -1,6 +1,7 @@
 """One hold's unexpected renewal error stops neither the renewal thread nor the other holds.
 
-Every renewing lock of a process shares one renewal heap. A client closed under a lock
+Every renewing lock on one server (here: two clients on one connection pool) shares one
+renewal heap. A client closed under a lock
 while the renewal thread used it raised ``OSError`` (bad file descriptor), not a Redis
 error; that escaped the heap's pass and no lock of the process was renewed again.
 """
@@ -28,8 +29,8 @@ class BrokenSocketClient(redis.Redis):
 
 
 def test_a_hold_whose_renewal_raises_does_not_stop_the_others(redis_server: RedisServer) -> None:
-    broken = BrokenSocketClient.from_url(redis_server.url, socket_timeout=5)
     healthy = redis.Redis.from_url(redis_server.url, socket_timeout=5)
+    broken = BrokenSocketClient(connection_pool=healthy.connection_pool)  # one renewal heap
     failing = RedisLock(broken, "iso-broken", ttl=1.0, renew=True).acquire()
     kept = RedisLock(healthy, "iso-kept", ttl=1.0, renew=True).acquire()
     try:

@@ -54,6 +54,7 @@ class SqlLeases:
         self.prefix = store.prefix
         self.errors = store.errors
         self._store = store
+        self.server = store  # one renewal thread per store (its database), not per lock
         self._backend = store.backend
         self._table = store.backend.table("locks")
 
