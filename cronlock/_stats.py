@@ -17,6 +17,7 @@ class RunnerStatistics:
     claims_skipped: int = 0  # overlap "skip": the previous run was still going
     claims_paused: int = 0
     claims_unreplicated: int = 0  # won, but fewer replicas than wait_replicas had it: not run
+    finishes_unreplicated: int = 0  # recorded, but fewer replicas than wait_replicas had it
     slots_missed: int = 0  # passed beyond catch-up (e.g. the process was paused)
     slots_failed: int = 0  # abandoned after max_attempts takeovers
     slots_forgotten: int = 0  # a re-check found the job's state gone (empty restart): not run

@@ -9,6 +9,7 @@ CronlockError
 │   └── JobTimeout                         ... because it ran past its job's timeout
 ├── CorruptStateError                      a cronlock key holds data that is not ours
 ├── NotReplicated                          a claim reached fewer replicas than asked for
+│   └── FinishNotReplicated                ... a finish did (it was recorded all the same)
 ├── RunAbandoned                           a run ended without a finish (given to on_error)
 └── TriggerRefused                         a trigger of a paused job, without force
 ```
@@ -67,6 +68,26 @@ class NotReplicated(CronlockError):
     run the slot); the slot is handed back so that a replica whose claim does reach the
     replicas can run it.
     """
+
+
+class FinishNotReplicated(NotReplicated):
+    """A finish was recorded, but fewer replicas than ``wait_replicas`` acknowledged it in time.
+
+    Raised by a store's ``finish(..., replication=...)`` *after* the master accepted the
+    finish (so it is not to be sent again): a failover before the replicas have it could
+    lose it, and another runner would run the slot again. The runner logs a WARNING and
+    counts it (``finishes_unreplicated``); the run is over either way.
+    """
+
+    def __init__(self, key: str, slot_ms: int, replicas: int, wanted: int) -> None:
+        self.key = key
+        self.slot_ms = slot_ms
+        self.replicas = replicas
+        self.wanted = wanted
+        super().__init__(
+            f"the finish of job {key!r} slot {slot_ms} reached {replicas} of the {wanted} "
+            "replicas asked for (wait_replicas)"
+        )
 
 
 class RunAbandoned(CronlockError):

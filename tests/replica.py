@@ -177,6 +177,7 @@ def make_client(args: argparse.Namespace) -> Any:
 def record_leases(log: RecordFn, store_class: Any = None) -> None:
     """Record won claims and successful renewals (wraps the methods of ``store_class``,
     default `RedisStore`, that the runner calls; the calls themselves are unchanged)."""
+    from cronlock.errors import FinishNotReplicated
     from cronlock.stores import ClaimReply, ClaimStatus, RedisStore
 
     cls = store_class or RedisStore
@@ -209,7 +210,11 @@ def record_leases(log: RecordFn, store_class: Any = None) -> None:
     def finish_logged(
         self: RedisStore, key: str, slot_ms: int, owner: str, outcome: str, **kwargs: Any
     ) -> bool:
-        ok = finish(self, key, slot_ms, owner, outcome, **kwargs)
+        try:
+            ok = finish(self, key, slot_ms, owner, outcome, **kwargs)
+        except FinishNotReplicated:  # recorded on the master all the same
+            log(event="finish", job=key, slot=slot_ms, owner=owner, outcome=outcome, ok=True)
+            raise
         log(event="finish", job=key, slot=slot_ms, owner=owner, outcome=outcome, ok=ok)
         return ok
 

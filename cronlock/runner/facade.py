@@ -153,7 +153,12 @@ class CronRunner(Registrar[Job]):
         }
         retention = Retention(history_max, self.history_max_age_ms if history_max else 0)
         self._host = RunnerHost(
-            self.store, self.clock, retention=retention, observers=observers, on_error=on_error
+            self.store,
+            self.clock,
+            retention=retention,
+            observers=observers,
+            on_error=on_error,
+            replication=self.replication,
         )
         self.tasks.attach(self.add_job, self._host)
         self._cond = threading.Condition(threading.RLock())

@@ -17,7 +17,7 @@ from cronlock._stats import StatsCounter
 from cronlock.clock import Clock
 from cronlock.context import ErrorContext
 from cronlock.stores import Store
-from cronlock.stores.types import NO_RETENTION, Retention
+from cronlock.stores.types import NO_RETENTION, Replication, Retention
 
 logger = logging.getLogger("cronlock")
 
@@ -33,6 +33,7 @@ class RunnerHost:
         retention: how much run history the store keeps per job.
         observers: told of claims and runs.
         runner_id, holder: who this runner is (``holder`` is ``"host:pid:runner_id"``).
+        replication: what claims and finishes wait for (``wait_replicas``), or None.
         stopping: set by ``stop()``: no new claims; a cancelled run is handed over.
         stats: the counters behind ``runner.statistics()``.
     """
@@ -45,8 +46,10 @@ class RunnerHost:
         retention: Retention = NO_RETENTION,
         observers: Sequence[object] = (),
         on_error: Optional[ErrorHandler] = None,
+        replication: Optional[Replication] = None,
     ) -> None:
         self.store = store
+        self.replication = replication
         self.clock = clock
         self.retention = retention
         self.observers = tuple(observers)

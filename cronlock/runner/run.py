@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from cronlock.clock import monotonic, sleep, utc_now
 from cronlock.context import ErrorContext, JobContext
-from cronlock.errors import JobCancelled, JobTimeout
+from cronlock.errors import FinishNotReplicated, JobCancelled, JobTimeout
 from cronlock.job import Job
 from cronlock.lock.renewer import get_deadlines, get_renewer
 from cronlock.observers import RunRecord, format_traceback, notify
@@ -284,18 +284,37 @@ class Run:
         """Record the run's end (one round trip); False when the slot is no longer ours.
 
         A cancelled run's finish is a handover (its lease ends now); one that Redis
-        accepted is also announced, so another replica takes the slot at once.
+        accepted is also announced, so another replica takes the slot at once. With
+        ``wait_replicas`` the finish waits for the replicas as claims do; one they did not
+        all acknowledge is logged (WARNING) and counted, and is over all the same.
         """
         word = RUN_OUTCOMES[outcome].finish
         assert word is not None, outcome
-        ok = self.host.store.finish(
-            self.job.key,
-            self.ctx.slot_ms,
-            self.owner,
-            word,
-            retention=self.host.retention,
-            info=self._finish_info(outcome),
-        )
+        host = self.host
+        waits = {} if host.replication is None else {"replication": host.replication}
+        try:
+            ok = host.store.finish(
+                self.job.key,
+                self.ctx.slot_ms,
+                self.owner,
+                word,
+                retention=host.retention,
+                info=self._finish_info(outcome),
+                **waits,
+            )
+        except FinishNotReplicated as short:  # recorded on the master: not sent again
+            ok = True
+            host.count("finishes_unreplicated")
+            logger.warning(
+                "cronlock: the finish (%s) of job %r slot %s attempt %d reached %d of %d "
+                "replicas within wait_timeout; a failover now could run the slot again",
+                word,
+                self.job.key,
+                self.ctx.slot.isoformat(),
+                self.ctx.attempt,
+                short.replicas,
+                short.wanted,
+            )
         if ok and outcome is RunOutcome.CANCELLED:
             self.host.announce_handover(self.job.key, self.ctx.slot_ms)
         return ok

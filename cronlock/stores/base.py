@@ -91,8 +91,16 @@ class Store(Protocol):
         *,
         retention: Retention,
         info: FinishInfo,
+        replication: Optional[Replication] = None,
     ) -> bool:
-        """Record a run's end ("done", "failed" or "handover"); False when not ours."""
+        """Record a run's end ("done", "failed" or "handover"); False when not ours.
+
+        With ``replication`` (what `check_replication` returned), the finish waits for
+        that many replicas as claims do, and raises
+        [`FinishNotReplicated`][cronlock.errors.FinishNotReplicated] when fewer had it in
+        time (the finish is recorded all the same). A store whose `check_replication`
+        returns None is never given one; it may accept and ignore it.
+        """
 
     def take_trigger(self, claim: TriggerClaim) -> TriggerReply:
         """Pop one pending manual run of ``claim.key`` and start it if allowed."""

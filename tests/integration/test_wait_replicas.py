@@ -1,4 +1,5 @@
-"""``wait_replicas``: a claim runs only once enough replicas have it (Redis ``WAIT``).
+"""``wait_replicas``: a claim runs only once enough replicas have it (Redis ``WAIT``), and
+a finish waits for them too (one that they did not acknowledge is logged and counted).
 
 Each test starts a master and a replica of its own; the runner is stepped with
 ``run_pending`` on a fake clock. A replica stopped with SIGSTOP never acknowledges, which
@@ -7,8 +8,11 @@ is how a claim that has not reached the replicas is made on purpose.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +20,10 @@ import redis
 
 from cronlock import CronRunner, FakeClock, IntervalSchedule, NotReplicated
 from cronlock._keys import job_key
-from cronlock.context import ErrorContext
+from cronlock.context import ErrorContext, JobContext
+from cronlock.stores.types import FinishInfo, Replication, Retention, SlotClaim
 from cronlock.testing import RedisServer
+from tests.stores import sqlite_store
 
 T0 = 1_800_000_000.0
 PREFIX = "wr"
@@ -166,3 +172,96 @@ def test_a_wait_timeout_the_socket_timeout_would_cut_short_is_refused(
     with pytest.raises(ValueError, match=r"wait_timeout \(1 s\).*socket_timeout \(0\.5 s\)"):
         CronRunner(client, wait_replicas=1, wait_timeout=1)
     CronRunner(client, wait_replicas=1, wait_timeout=0.2)  # shorter: accepted
+
+
+def _finish_runner(client: redis.Redis, handler: Any, **kw: Any) -> CronRunner:
+    """A runner with one job whose handler is ``handler`` (claims wait for one replica)."""
+    runner = CronRunner(
+        client,
+        prefix=PREFIX,
+        clock=FakeClock(T0 + 0.001),
+        default_ttl=5,
+        wait_replicas=1,
+        **kw,
+    )
+    runner.add_job(handler, IntervalSchedule(10), key="job", catch_up=3)
+    return runner
+
+
+def test_a_finish_the_replica_has_when_run_pending_returns(
+    pair: tuple[RedisServer, RedisServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The finish waits for the replica: read right after, the replica has it 'done'."""
+    master, replica = pair
+    caplog.set_level(logging.WARNING, logger="cronlock")
+    runner = _finish_runner(master.client(), lambda: None, wait_timeout=2)
+    assert runner.run_pending() == 1
+    state = replica.client(decode_responses=True).hgetall(job_key(PREFIX, "job"))
+    assert (state["slot"], state["status"]) == (str(int(T0 * 1000)), "done")
+    assert runner.statistics().finishes_unreplicated == 0
+    assert not [r for r in caplog.records if "replicas" in r.getMessage()]
+
+
+def test_a_finish_no_replica_acknowledges_is_recorded_logged_and_counted(
+    pair: tuple[RedisServer, RedisServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The replica freezes while the handler runs (after the claim reached it): the finish
+    still completes on the master, a WARNING names the job, slot and counts, and
+    ``finishes_unreplicated`` counts it."""
+    master, replica = pair
+    caplog.set_level(logging.WARNING, logger="cronlock")
+
+    def freeze_the_replica(ctx: JobContext) -> None:
+        replica.pause()
+
+    runner = _finish_runner(master.client(), freeze_the_replica, wait_timeout=0.2)
+    assert runner.run_pending() == 1
+    stats = runner.statistics()
+    assert (stats.runs_succeeded, stats.finishes_unreplicated) == (1, 1)
+    state = master.client(decode_responses=True).hgetall(job_key(PREFIX, "job"))
+    assert state["status"] == "done"
+    [warning] = [r for r in caplog.records if "replicas within wait_timeout" in r.getMessage()]
+    assert warning.levelno == logging.WARNING
+    message = warning.getMessage()
+    assert "'job'" in message
+    assert runner_slot(T0) in message
+    assert "reached 0 of 1 replicas" in message
+    assert "a failover now could run the slot again" in message
+
+
+def runner_slot(epoch_s: float) -> str:
+    """A slot as the runner's messages write it."""
+    return datetime.fromtimestamp(epoch_s, timezone.utc).isoformat()
+
+
+def test_the_wait_covers_a_finish_resent_after_noscript(
+    pair: tuple[RedisServer, RedisServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """SCRIPT FLUSH while the handler runs: the finish is re-sent, and the WAIT after it."""
+    master, replica = pair
+    client = master.client()
+    caplog.set_level(logging.WARNING, logger="cronlock")
+
+    def flush_scripts() -> None:
+        client.script_flush()
+
+    runner = _finish_runner(client, flush_scripts, wait_timeout=2)
+    assert runner.run_pending() == 1
+    state = replica.client(decode_responses=True).hgetall(job_key(PREFIX, "job"))
+    assert state["status"] == "done"
+    assert runner.statistics().finishes_unreplicated == 0
+
+
+def test_a_sql_store_accepts_and_ignores_a_finish_replication(tmp_path: Path) -> None:
+    """A database's replication is its own: SQL stores take the argument and finish as ever."""
+    store = sqlite_store(tmp_path, "wr")
+    try:
+        keep = Retention(10, 0)
+        [won] = store.claim_slots([SlotClaim("a", 1_000, "me", 30_000, 3, "skip", "h:1:me", keep)])
+        info = FinishInfo(attempt=1, fence=won.fence, holder="h:1:me", duration_ms=5)
+        finished = store.finish(
+            "a", 1_000, "me", "done", retention=keep, info=info, replication=Replication(1, 100)
+        )
+        assert finished is True
+    finally:
+        store.close()

@@ -213,12 +213,47 @@ def finish(
     ``wake``: the events channel and the message the script publishes when a replica
     told ``taken`` asked to hear of this finish.
     """
+    call = finish_call(state_key, slot_ms, owner, outcome, history=history, info=info, wake=wake)
+    return finish_once(client, call)
+
+
+def finish_once(client: Any, call: Call) -> bool:
+    """One finish given as its KEYS and ARGV: one ``EVALSHA``; False when not ours."""
+    keys, args = call
+    return text(FINISH(client, keys, args)[0]) == "ok"
+
+
+def finish_waited(client: Any, call: Call, replication: Replication) -> tuple[bool, int]:
+    """The finish and a ``WAIT`` in one pipeline on one connection (one round trip):
+    (whether it was ours, how many replicas have it). A ``WAIT`` that failed counts 0.
+
+    After NOSCRIPT the finish is re-sent and the ``WAIT`` after it, so the count covers it.
+    """
+    keys, args = call
+    pipe = client.pipeline(transaction=False)
+    FINISH.queue(pipe, keys, args)
+    pipe.execute_command("WAIT", replication.replicas, replication.timeout_ms)
+    reply, acked = execute_pipeline(client, pipe, [FINISH], repeat_last=True)
+    if isinstance(reply, Exception):
+        raise reply
+    return text(reply[0]) == "ok", acked if isinstance(acked, int) else 0
+
+
+def finish_call(
+    state_key: str,
+    slot_ms: int,
+    owner: str,
+    outcome: str,
+    *,
+    history: HistoryOptions = NO_HISTORY,
+    info: Optional[FinishInfo] = None,
+    wake: Optional[tuple[str, str]] = None,
+) -> Call:
+    """The finish script's KEYS and ARGV (see `finish`)."""
     if not history.enabled and wake is None:
-        reply = FINISH(client, [state_key], [slot_ms, owner, outcome])
-        return text(reply[0]) == "ok"
+        return [state_key], [slot_ms, owner, outcome]
     i = info or FinishInfo()
-    reply = FINISH(
-        client,
+    return (
         [state_key, history.stream] if history.enabled else [state_key],
         [
             slot_ms,
@@ -236,7 +271,6 @@ def finish(
             *(wake or ()),
         ],
     )
-    return text(reply[0]) == "ok"
 
 
 def trigger(

@@ -4,7 +4,8 @@ Every key of the runner and the operator side is named in `cronlock._keys`
 and every Lua script is called through `claims`; this class
 is the only place that sends them. Costs are those of the scripts and pipelines behind
 each method: a claim of many slots is one pipeline (one round trip per node), a renew or
-a finish one `EVALSHA`, a sync one pipeline.
+a finish one `EVALSHA` (with ``replication``, the claims and the finish each end their
+pipeline with a `WAIT`), a sync one pipeline.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from cronlock._keys import (
 )
 from cronlock._scripts import text
 from cronlock._validate import check_client, check_prefix
-from cronlock.errors import ConfigurationError
+from cronlock.errors import ConfigurationError, FinishNotReplicated
 from cronlock.stores.base import Subscription
 from cronlock.stores.redis import claims as _claims
 from cronlock.stores.redis import intent, scans
@@ -143,9 +144,9 @@ class RedisStore:
         *,
         retention: Retention,
         info: FinishInfo,
+        replication: Optional[Replication] = None,
     ) -> bool:
-        return _claims.finish(
-            self.client,
+        call = _claims.finish_call(
             job_key(self.prefix, key),
             slot_ms,
             owner,
@@ -154,6 +155,12 @@ class RedisStore:
             info=info,
             wake=(self._events, finished_event(key, slot_ms)),
         )
+        if replication is None:
+            return _claims.finish_once(self.client, call)
+        ok, acked = _claims.finish_waited(self.client, call, replication)
+        if ok and acked < replication.replicas:
+            raise FinishNotReplicated(key, slot_ms, acked, replication.replicas)
+        return ok
 
     def take_trigger(self, claim: TriggerClaim) -> TriggerReply:
         # The history stream is named even when history is off: the script always lists it

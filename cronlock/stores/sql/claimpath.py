@@ -210,6 +210,7 @@ class SqlClaimPath:
         *,
         retention: Retention,
         info: FinishInfo,
+        replication: Optional[Replication] = None,  # refused by check_replication: ignored
     ) -> bool:
         with self._decide(key) as d:
             if d.state is None:
