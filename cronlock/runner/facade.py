@@ -93,10 +93,15 @@ class CronRunner(Registrar[Job]):
             trip) until this many replicas have it; a won claim that fewer replicas
             acknowledge within ``wait_timeout`` is not run but handed back
             ([`NotReplicated`][cronlock.errors.NotReplicated] to ``on_error``, phase "acquire").
-            Closes the window where a failover loses a claim and a second replica runs
-            the slot (see docs/guarantees.md). 0 (the default) waits for none. Not
-            available with ``RedisCluster``.
-        wait_timeout: the longest a claim waits for its replicas (seconds or timedelta).
+            Each done or failed finish waits the same way (its ``WAIT`` in the finish's
+            round trip; a handover does not wait); one that fewer replicas acknowledge
+            is recorded all the same, logged (WARNING) and counted
+            (``finishes_unreplicated``).
+            Closes the window where a failover loses a claim or a finish and a second
+            replica runs the slot (see docs/guarantees.md). 0 (the default) waits for
+            none. Not available with ``RedisCluster``.
+        wait_timeout: the longest a claim or a finish waits for its replicas (seconds or
+            timedelta).
     """
 
     def __init__(

@@ -285,13 +285,16 @@ class Run:
 
         A cancelled run's finish is a handover (its lease ends now); one that Redis
         accepted is also announced, so another replica takes the slot at once. With
-        ``wait_replicas`` the finish waits for the replicas as claims do; one they did not
-        all acknowledge is logged (WARNING) and counted, and is over all the same.
+        ``wait_replicas`` a done or failed finish waits for the replicas as claims do; one
+        they did not all acknowledge is logged (WARNING) and counted, and is over all the same.
         """
         word = RUN_OUTCOMES[outcome].finish
         assert word is not None, outcome
         host = self.host
-        waits = {} if host.replication is None else {"replication": host.replication}
+        # A handover does not wait: lost in a failover, its slot is taken over once the
+        # lease lapses, which is what handing it over asked for (just later).
+        handover = outcome is RunOutcome.CANCELLED
+        waits = {} if host.replication is None or handover else {"replication": host.replication}
         try:
             ok = host.store.finish(
                 self.job.key,

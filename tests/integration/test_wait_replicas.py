@@ -111,6 +111,7 @@ def test_a_claim_no_replica_acknowledges_is_not_run_and_is_handed_back(
     assert "wait_replicas is 1" in str(error)
     assert (context.key, context.phase, context.attempt) == ("job", "acquire", 1)
     assert runner.statistics().claims_unreplicated == 1
+    assert runner.statistics().finishes_unreplicated == 0  # the give-back does not wait
     state = master.client(decode_responses=True).hgetall(job_key(PREFIX, "job"))
     assert state["status"] != "running" or int(state["lease"]) <= _server_ms(master)
 
