@@ -18,12 +18,15 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from cronlock import RedisLock
+from cronlock import CronRunner, FakeClock, IntervalSchedule, RedisLock
 from cronlock._keys import LockKeys
 from cronlock.lock import renewer
 from cronlock.lock.renewer import get_renewer
 from cronlock.stores import RedisStore
 from cronlock.testing import RedisServer, wait_until
+from tests.stores import fresh_prefix
+
+T0 = 1_800_000_000.0
 
 
 @pytest.fixture
@@ -111,3 +114,17 @@ def test_renewer_threads_of_dropped_clients_go_away(redis_server: RedisServer) -
 
     wait_until(gone, timeout=15)  # each thread exits once idle; nothing else keeps a heap
     wait_until(lambda: len(_renewer_threads()) <= before, timeout=15)
+
+
+def test_a_running_job_renews_from_its_clients_heap(redis_server: RedisServer) -> None:
+    """A run's lease is queued on its store's server's heap, not on the shared one."""
+    client = redis_server.client(socket_timeout=5)
+    seen: list[int] = []
+    runner = CronRunner(client, prefix=fresh_prefix(), clock=FakeClock(T0 + 0.001))
+    runner.add_job(lambda: seen.append(get_renewer(client).pending()), IntervalSchedule(10))
+    try:
+        assert runner.run_pending() == 1
+        assert seen == [1]  # the run itself, while its handler ran
+        assert get_renewer(client) is not get_renewer()
+    finally:
+        client.close()
