@@ -159,7 +159,7 @@ def server_of(obj: object) -> object:
     pool = getattr(obj, "connection_pool", None)
     if pool is not None:
         return pool
-    client = getattr(obj, "client", None)
+    client = getattr(obj, "__dict__", {}).get("client")  # an attribute, never a method
     if client is not None and client is not obj:
         return server_of(client)
     return obj

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
+from pathlib import Path
 
 import pytest
 import redis
@@ -24,7 +25,7 @@ from cronlock.lock import renewer
 from cronlock.lock.renewer import get_renewer
 from cronlock.stores import RedisStore
 from cronlock.testing import RedisServer, wait_until
-from tests.stores import fresh_prefix
+from tests.stores import fresh_prefix, sqlite_store
 
 T0 = 1_800_000_000.0
 
@@ -39,18 +40,22 @@ def _renewer_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("cronlock-renewer ")]
 
 
-def test_one_heap_per_connection_pool(redis_server: RedisServer) -> None:
-    """Clients sharing a pool (and a store on one) share a heap; another pool has its own."""
+def test_one_heap_per_connection_pool(redis_server: RedisServer, tmp_path: Path) -> None:
+    """Clients sharing a pool (and a store on one) share a heap; another pool has its own,
+    and so has each SQL store."""
     one = redis_server.client()
     same_pool = redis.Redis(connection_pool=one.connection_pool)
     other = redis_server.client()
+    sql = sqlite_store(tmp_path, "per-server")
     try:
         assert get_renewer(one) is get_renewer(same_pool) is get_renewer(RedisStore(one))
         assert get_renewer(other) is not get_renewer(one)
         assert get_renewer(None) is get_renewer() is not get_renewer(one)
+        assert get_renewer(sql) is get_renewer(sql) is not get_renewer()
     finally:
         one.close()
         other.close()
+        sql.close()
 
 
 @pytest.mark.usefixtures("quick_idle_exit")
