@@ -31,6 +31,7 @@ import argparse
 import json
 import random
 import secrets
+import socket
 import statistics
 import threading
 import time
@@ -95,6 +96,42 @@ def lua_floor(client: redis.Redis, poll: Optional[float] = None) -> Cycle:
     return cycle
 
 
+def raw_socket(client: redis.Redis, poll: Optional[float] = None) -> Cycle:
+    """The floor's two commands as bytes on a plain socket: what no client library beats."""
+    kwargs = client.connection_pool.connection_kwargs
+    local = threading.local()  # one socket per thread, for the contended runs
+    sha = client.script_load(COMPARE_AND_DELETE)
+    sha = sha.decode() if isinstance(sha, bytes) else sha
+    ttl = str(TTL * 1000).encode()
+
+    def command(*parts: bytes) -> bytes:
+        return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+
+    def ask(packed: bytes) -> bytes:
+        sock = getattr(local, "sock", None)
+        if sock is None:
+            sock = local.sock = socket.create_connection((kwargs["host"], kwargs["port"]))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        SENDS[0] += 1
+        sock.sendall(packed)
+        reply = sock.recv(256)
+        while not reply.endswith(b"\r\n"):
+            reply += sock.recv(256)
+        return reply
+
+    def cycle(key: str) -> None:
+        token = secrets.token_hex(16).encode()
+        k = key.encode()
+        while ask(command(b"SET", k, token, b"NX", b"PX", ttl)) != b"+OK\r\n":
+            if poll is None:
+                raise RuntimeError("raw socket: not acquired")
+            time.sleep(poll)
+        if ask(command(b"EVALSHA", sha.encode(), b"1", k, token)) != b":1\r\n":
+            raise RuntimeError("raw socket: release failed")
+
+    return cycle
+
+
 def cronlock_cycle(renew: bool, wait: Optional[float]) -> Callable[[redis.Redis], Cycle]:
     def make(client: redis.Redis) -> Cycle:
         def cycle(key: str) -> None:
@@ -122,6 +159,7 @@ def redis_py(blocking: bool) -> Callable[[redis.Redis], Cycle]:
 def implementations() -> dict[str, Impl]:
     impls: dict[str, Impl] = {
         "floor (SET NX + EVALSHA)": (floor, lambda c: floor(c, poll=0.001)),
+        "raw socket (SET NX + EVALSHA)": (raw_socket, lambda c: raw_socket(c, poll=0.001)),
         "Lua floor (2 x EVALSHA)": (lua_floor, lambda c: lua_floor(c, poll=0.001)),
         "cronlock renew=False": (cronlock_cycle(False, None), cronlock_cycle(False, 30)),
         "cronlock renew=True": (cronlock_cycle(True, None), cronlock_cycle(True, 30)),

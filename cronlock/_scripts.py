@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from redis.exceptions import NoScriptError
+
+from cronlock import _wire
 
 SCRIPTS_DIR = Path(__file__).with_name("scripts")
 
@@ -22,20 +24,74 @@ Arg = Union[str, int, float, bytes]
 
 
 class Script:
-    """One Lua script, called by SHA with a transparent reload on NOSCRIPT."""
+    """One Lua script, called by SHA with a transparent reload on NOSCRIPT.
+
+    On a plain ``redis.Redis`` a call takes the lean path (`cronlock._wire`): the
+    ``EVALSHA`` is packed here, its constant head once per script.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.source = (SCRIPTS_DIR / f"{name}.lua").read_text(encoding="utf-8")
         self.sha = hashlib.sha1(self.source.encode("utf-8")).hexdigest()
+        self._head = _wire.bulk(b"EVALSHA") + _wire.bulk(self.sha.encode("ascii"))
 
     def __call__(self, client: Any, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         """Run the script on ``client`` (a Redis or RedisCluster); one round trip."""
+        pool = _wire.lean_pool(client)
+        if pool is not None:
+            packed = self.pack(keys, args)
+            try:
+                return _wire.call(pool, packed)
+            except NoScriptError:
+                client.script_load(self.source)
+                return _wire.call(pool, packed)
         try:
             return client.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
+
+    def pack(self, keys: Sequence[str], args: Sequence[Arg]) -> bytes:
+        """This script's ``EVALSHA`` with these KEYS and ARGV, as bytes for `cronlock._wire`."""
+        bulk, encode = _wire.bulk, _wire.encode
+        return b"".join(
+            [
+                b"*%d\r\n" % (3 + len(keys) + len(args)),
+                self._head,
+                bulk(b"%d" % len(keys)),
+                *[bulk(k.encode("utf-8")) for k in keys],
+                *[bulk(encode(a)) for a in args],
+            ]
+        )
+
+    def call_many(
+        self,
+        client: Any,
+        calls: Sequence[tuple[Sequence[str], Sequence[Arg]]],
+        tail: Optional[bytes] = None,
+    ) -> Optional[list[Any]]:
+        """Run the script once per (KEYS, ARGV) in one write, on the lean path only.
+
+        Each reply, or the server error in its place. ``tail``, a packed command (a
+        ``WAIT``), ends the write and its reply the list; calls refused with NOSCRIPT (so
+        not run) are sent again once after loading the script, followed by ``tail``
+        again so that its reply covers them. None when ``client`` does not take the lean
+        path: then pipeline with `queue` and `execute_pipeline`.
+        """
+        pool = _wire.lean_pool(client)
+        if pool is None:
+            return None
+        tails = [tail] if tail is not None else []
+        packed = [self.pack(keys, args) for keys, args in calls]
+        replies = _wire.call_many(pool, packed + tails)
+        missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
+        if missing:
+            client.script_load(self.source)
+            again = _wire.call_many(pool, [packed[i] for i in missing] + tails)
+            for i, reply in zip(missing + ([len(packed)] if tails else []), again):
+                replies[i] = reply
+        return replies
 
     def queue(self, pipe: Any, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Add a call to a pipeline; run it with `execute_pipeline`."""

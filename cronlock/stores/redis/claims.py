@@ -14,6 +14,8 @@ from typing import Any, Optional, cast
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from cronlock import _wire
+from cronlock._nodes import call_per_node
 from cronlock._scripts import Script, execute_pipeline, text
 from cronlock.stores.types import (
     ClaimReply,
@@ -155,8 +157,8 @@ def claim_calls(
     """Claim many slots in one pipelined round trip (for many jobs due together).
 
     Each element is a `ClaimReply`, or the exception that one claim raised (the
-    others still count). redis-py refuses EVALSHA in ``RedisCluster`` pipelines, so on a
-    cluster the claims are sent one after another (one round trip each).
+    others still count). On a cluster the claims go one write per node, the nodes in
+    parallel (`cronlock._nodes`); a claim redirected there is sent again alone.
 
     With ``replication``, a ``WAIT`` ends the pipeline: it runs on the connection that
     sent the claims, so its count (in each reply's ``replicas``) is of replicas that
@@ -164,23 +166,31 @@ def claim_calls(
     """
     if isinstance(client, RedisCluster):
         replies: list[Any] = []
-        for call in calls:
-            try:
-                replies.append(claim_call(client, call))
-            except RedisError as exc:
-                replies.append(exc)
+        for call, reply in zip(calls, call_per_node(client, CLAIM, calls)):
+            if isinstance(reply, Exception):
+                replies.append(reply)
+            elif reply is not None:
+                replies.append(decode_claim(reply))
+            else:  # a redirect or a failed node: the cluster client's own way, one by one
+                try:
+                    replies.append(claim_call(client, call))
+                except RedisError as exc:
+                    replies.append(exc)
         return replies
     return _pipelined(client, calls, replication)
 
 
 def _pipelined(client: Any, calls: Sequence[Call], replication: Optional[Replication]) -> list[Any]:
     """The claims (and the WAIT) in one pipeline on one connection; see `claim_calls`."""
-    pipe = client.pipeline(transaction=False)
-    for keys, args in calls:
-        CLAIM.queue(pipe, keys, args)
-    if replication is not None:
-        pipe.execute_command("WAIT", replication.replicas, replication.timeout_ms)
-    results = execute_pipeline(client, pipe, [CLAIM], repeat_last=replication is not None)
+    wait = None if replication is None else ("WAIT", replication.replicas, replication.timeout_ms)
+    results = CLAIM.call_many(client, calls, wait and _wire.pack([_wire.encode(a) for a in wait]))
+    if results is None:
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            CLAIM.queue(pipe, keys, args)
+        if wait is not None:
+            pipe.execute_command(*wait)
+        results = execute_pipeline(client, pipe, [CLAIM], repeat_last=wait is not None)
     if replication is None:
         return [r if isinstance(r, Exception) else decode_claim(r) for r in results]
     acked = results.pop()
