@@ -20,6 +20,7 @@ from redis.exceptions import (
     ClusterDownError,
     MovedError,
     NoScriptError,
+    RedisClusterException,
     RedisError,
     TryAgainError,
 )
@@ -42,7 +43,10 @@ def call_per_node(client: Any, script: Script, calls: Sequence[Call]) -> list[An
     replies = _per_node(client, script, calls)
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
-        client.script_load(script.source)
+        try:
+            client.script_load(script.source)
+        except RedisError:  # a node that cannot load it: the ordinary way reports it per call
+            return [None if isinstance(reply, NoScriptError) else reply for reply in replies]
         for i, reply in zip(missing, _per_node(client, script, [calls[i] for i in missing])):
             replies[i] = None if isinstance(reply, NoScriptError) else reply
     return replies
@@ -51,7 +55,10 @@ def call_per_node(client: Any, script: Script, calls: Sequence[Call]) -> list[An
 def _per_node(client: Any, script: Script, calls: Sequence[Call]) -> list[Any]:
     groups: dict[str, tuple[Any, list[int]]] = {}
     for i, (keys, _args) in enumerate(calls):
-        node = client.get_node_from_key(keys[0])
+        try:
+            node = client.get_node_from_key(keys[0])
+        except (RedisError, RedisClusterException):  # no node serves the slot now
+            continue
         groups.setdefault(node.name, (node, []))[1].append(i)
     replies: list[Any] = [None] * len(calls)
     pending: list[tuple[Any, Any, list[int]]] = []  # written to, replies not yet read
