@@ -53,17 +53,28 @@ class Script:
             return client.evalsha(self.sha, len(keys), *keys, *args)
 
     def pack(self, keys: Sequence[str], args: Sequence[Arg]) -> bytes:
-        """This script's ``EVALSHA`` with these KEYS and ARGV, as bytes for `cronlock._wire`."""
-        bulk, encode = _wire.bulk, _wire.encode
-        return b"".join(
-            [
-                b"*%d\r\n" % (3 + len(keys) + len(args)),
-                self._head,
-                bulk(b"%d" % len(keys)),
-                *[bulk(k.encode("utf-8")) for k in keys],
-                *[bulk(encode(a)) for a in args],
-            ]
-        )
+        """This script's ``EVALSHA`` with these KEYS and ARGV, as bytes for `cronlock._wire`.
+
+        Written out flat (no call per argument): a finish has 14 arguments, and a burst
+        of 1,000 runs packs 2,000 calls.
+        """
+        parts = [
+            b"*%d\r\n" % (3 + len(keys) + len(args)),
+            self._head,
+            b"$%d\r\n%d\r\n" % (len(str(len(keys))), len(keys)),
+        ]
+        for key in keys:
+            data = key.encode("utf-8")
+            parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        for arg in args:
+            if type(arg) is str:
+                data = arg.encode("utf-8")
+            elif type(arg) is int:
+                data = b"%d" % arg
+            else:  # bytes, floats, str subclasses; refuses a bool
+                data = _wire.encode(arg)
+            parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        return b"".join(parts)
 
     def call_many(
         self,

@@ -12,11 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional, cast
 
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisError
 
-from cronlock import _wire
-from cronlock._nodes import call_per_node
-from cronlock._scripts import Script, execute_pipeline, text
+from cronlock._batch import run_many
+from cronlock._scripts import Script, text
 from cronlock.stores.types import (
     ClaimReply,
     ClaimStatus,
@@ -145,7 +143,7 @@ def claim_call(client: Any, call: Call, replication: Optional[Replication] = Non
     if replication is None:
         keys, args = call
         return decode_claim(CLAIM(client, keys, args))
-    reply = _pipelined(client, [call], replication)[0]
+    reply = claim_calls(client, [call], replication)[0]
     if isinstance(reply, Exception):
         raise reply
     return cast(ClaimReply, reply)
@@ -164,34 +162,11 @@ def claim_calls(
     sent the claims, so its count (in each reply's ``replicas``) is of replicas that
     have every one of them. A ``WAIT`` that failed counts as no replica.
     """
+    wait = None if replication is None else (replication.replicas, replication.timeout_ms)
     if isinstance(client, RedisCluster):
-        replies: list[Any] = []
-        for call, reply in zip(calls, call_per_node(client, CLAIM, calls)):
-            if isinstance(reply, Exception):
-                replies.append(reply)
-            elif reply is not None:
-                replies.append(decode_claim(reply))
-            else:  # a redirect or a failed node: the cluster client's own way, one by one
-                try:
-                    replies.append(claim_call(client, call))
-                except RedisError as exc:
-                    replies.append(exc)
-        return replies
-    return _pipelined(client, calls, replication)
-
-
-def _pipelined(client: Any, calls: Sequence[Call], replication: Optional[Replication]) -> list[Any]:
-    """The claims (and the WAIT) in one pipeline on one connection; see `claim_calls`."""
-    wait = None if replication is None else ("WAIT", replication.replicas, replication.timeout_ms)
-    results = CLAIM.call_many(client, calls, wait and _wire.pack([_wire.encode(a) for a in wait]))
-    if results is None:
-        pipe = client.pipeline(transaction=False)
-        for keys, args in calls:
-            CLAIM.queue(pipe, keys, args)
-        if wait is not None:
-            pipe.execute_command(*wait)
-        results = execute_pipeline(client, pipe, [CLAIM], repeat_last=wait is not None)
-    if replication is None:
+        wait = None  # refused by check_replication; a claim batch is per node there
+    results = run_many(client, CLAIM, calls, wait)
+    if wait is None:
         return [r if isinstance(r, Exception) else decode_claim(r) for r in results]
     acked = results.pop()
     replicas = acked if isinstance(acked, int) else 0
@@ -239,14 +214,19 @@ def finish_waited(client: Any, call: Call, replication: Replication) -> tuple[bo
 
     After NOSCRIPT the finish is re-sent and the ``WAIT`` after it, so the count covers it.
     """
-    keys, args = call
-    pipe = client.pipeline(transaction=False)
-    FINISH.queue(pipe, keys, args)
-    pipe.execute_command("WAIT", replication.replicas, replication.timeout_ms)
-    reply, acked = execute_pipeline(client, pipe, [FINISH], repeat_last=True)
+    reply, acked = run_many(client, FINISH, [call], (replication.replicas, replication.timeout_ms))
     if isinstance(reply, Exception):
         raise reply
     return text(reply[0]) == "ok", acked if isinstance(acked, int) else 0
+
+
+def finish_many(client: Any, calls: Sequence[Call]) -> list[Any]:
+    """Many finishes in one round trip (one per node on a cluster): each whether it was
+    ours, or the exception in its place."""
+    return [
+        reply if isinstance(reply, Exception) else text(reply[0]) == "ok"
+        for reply in run_many(client, FINISH, calls)
+    ]
 
 
 def finish_call(

@@ -33,6 +33,7 @@ from cronlock._scripts import text
 from cronlock._validate import check_client, check_prefix
 from cronlock.errors import ConfigurationError, FinishNotReplicated
 from cronlock.stores.base import Subscription
+from cronlock.stores.coalesce import Coalescer
 from cronlock.stores.redis import claims as _claims
 from cronlock.stores.redis import intent, scans
 from cronlock.stores.redis.events import PubSub, finished_event
@@ -71,6 +72,10 @@ class RedisStore:
         self.client = check_client(client)
         self.prefix = check_prefix(prefix)
         self._events = events_channel(self.prefix)
+        # Finishes of runs ending together share a round trip (see Coalescer).
+        self._finishes: Coalescer[_claims.Call] = Coalescer(
+            lambda calls: _claims.finish_many(self.client, calls)
+        )
 
     # -- the claim path ---------------------------------------------------------------
 
@@ -156,7 +161,7 @@ class RedisStore:
             wake=(self._events, finished_event(key, slot_ms)),
         )
         if replication is None:
-            return _claims.finish_once(self.client, call)
+            return bool(self._finishes.call(call))
         ok, acked = _claims.finish_waited(self.client, call, replication)
         if ok and acked < replication.replicas:
             raise FinishNotReplicated(key, slot_ms, acked, replication.replicas)

@@ -57,8 +57,9 @@ class Command(BaseCommand):
             # The raw handler has returned: nothing closed its connection.
             left_open = _wait(lambda: raw["wrapper"].connection is not None, 1)
             real.admin.trigger("db-touch")
-            if not _wait(lambda: bool(jobs.SEEN)):
-                raise RuntimeError("db-touch never ran")
+            # SEEN gets its entry when the handler starts; wait for the query's note too.
+            if not _wait(lambda: bool(jobs.SEEN) and "open_after_query" in jobs.SEEN[0]):
+                raise RuntimeError("db-touch never ran its query")
             seen = jobs.SEEN[0]
             closed_after = _wait(lambda: seen["wrapper"].connection is None, 5)
             report = {
