@@ -30,9 +30,9 @@ class Script:
     ``EVALSHA`` is packed here, its constant head once per script.
     """
 
-    def __init__(self, name: str, source: Optional[str] = None) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.source = source or (SCRIPTS_DIR / f"{name}.lua").read_text(encoding="utf-8")
+        self.source = (SCRIPTS_DIR / f"{name}.lua").read_text(encoding="utf-8")
         self.sha = hashlib.sha1(self.source.encode("utf-8")).hexdigest()
         self._head = _wire.bulk(b"EVALSHA") + _wire.bulk(self.sha.encode("ascii"))
 
@@ -112,60 +112,6 @@ class Script:
         return f"Script({self.name!r}, sha={self.sha[:10]})"
 
 
-# Runs a script's body once per call, each call's KEYS and ARGV cut from the batch's:
-# ARGV = [n, keys_1, args_1, ..., keys_n, args_n, then every call's ARGV in order].
-# One call that raises (a WRONGTYPE, say) answers an error in its own place only.
-_BATCHED = """local function one(KEYS, ARGV)
-%s
-end
-local n = tonumber(ARGV[1])
-local replies = {}
-local k, a = 1, 2 + 2 * n
-for i = 1, n do
-  local keys, args = {}, {}
-  for j = 1, tonumber(ARGV[2 * i]) do
-    keys[j] = KEYS[k]
-    k = k + 1
-  end
-  for j = 1, tonumber(ARGV[2 * i + 1]) do
-    args[j] = ARGV[a]
-    a = a + 1
-  end
-  local ok, reply = pcall(one, keys, args)
-  if ok then
-    replies[i] = reply
-  elseif type(reply) == 'table' and reply.err then
-    replies[i] = reply
-  else
-    replies[i] = {err = tostring(reply)}
-  end
-end
-return replies
-"""
-
-
-def batched(script: Script) -> Script:
-    """``script`` once per call of a batch, in one ``EVALSHA`` (see `batch_call`).
-
-    The calls run one after another inside one script, so the server pays one script
-    call's overhead for the batch; each call's reply (or its error) keeps its place.
-    For a standalone server only: the calls' keys are in different hash slots.
-    """
-    return Script(f"{script.name}_batched", _BATCHED % script.source)
-
-
-def batch_call(calls: Sequence[tuple[Sequence[str], Sequence[Arg]]]) -> tuple[list[str], list[Arg]]:
-    """The KEYS and ARGV of a `batched` script for these calls."""
-    keys: list[str] = []
-    sizes: list[Arg] = [len(calls)]
-    args: list[Arg] = []
-    for call_keys, call_args in calls:
-        keys.extend(call_keys)
-        args.extend(call_args)
-        sizes += [len(call_keys), len(call_args)]
-    return keys, sizes + args
-
-
 def execute_pipeline(
     client: Any, pipe: Any, scripts: Sequence[Script], *, repeat_last: bool = False
 ) -> list[Any]:
@@ -203,5 +149,4 @@ def text(value: Any) -> str:
 
 def all_scripts() -> list[Script]:
     """Every script shipped, for the test that loads each one into a real server."""
-    shipped = [Script(p.stem) for p in sorted(SCRIPTS_DIR.glob("*.lua"))]
-    return shipped + [batched(s) for s in shipped if s.name == "job_claim"]
+    return [Script(p.stem) for p in sorted(SCRIPTS_DIR.glob("*.lua"))]

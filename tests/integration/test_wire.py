@@ -36,10 +36,8 @@ def test_a_single_connection_client_goes_the_ordinary_way(redis_url: str) -> Non
 
 
 def test_claims_of_a_batch_go_in_one_write_and_each_gets_its_reply(client: redis.Redis) -> None:
-    warm = ClaimRequest("wire:job:{warm}", 1, "w", 5_000, 1, "skip", "h")
-    claim_many(client, [warm] * 2)  # loads the batch's script
-    claim_many(client, [warm])  # and the single claim's
-    writes = count_writes(client)  # counted once the scripts are loaded
+    claim_many(client, [ClaimRequest("wire:job:{warm}", 1, "w", 5_000, 1, "skip", "h")] * 2)
+    writes = count_writes(client)  # counted once the script is loaded
     requests = [
         ClaimRequest(f"wire:job:{{b{i}}}", 1_000, f"owner-{i}", 5_000, 1, "skip", "h:1:r")
         for i in range(50)

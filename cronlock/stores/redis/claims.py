@@ -14,7 +14,7 @@ from typing import Any, Optional, cast
 from redis.cluster import RedisCluster
 
 from cronlock._batch import run_many
-from cronlock._scripts import Script, batch_call, batched, text
+from cronlock._scripts import Script, text
 from cronlock.stores.types import (
     ClaimReply,
     ClaimStatus,
@@ -25,7 +25,6 @@ from cronlock.stores.types import (
 )
 
 CLAIM = Script("job_claim")
-CLAIM_BATCHED = batched(CLAIM)  # many claims in one EVALSHA (standalone servers)
 RENEW = Script("job_renew")
 FINISH = Script("job_finish")
 TRIGGER = Script("job_trigger")
@@ -153,13 +152,11 @@ def claim_call(client: Any, call: Call, replication: Optional[Replication] = Non
 def claim_calls(
     client: Any, calls: Sequence[Call], replication: Optional[Replication] = None
 ) -> list[Any]:
-    """Claim many slots in one round trip (for many jobs due together).
+    """Claim many slots in one pipelined round trip (for many jobs due together).
 
     Each element is a `ClaimReply`, or the exception that one claim raised (the
-    others still count). On a standalone server the claims run in one ``EVALSHA``
-    (`cronlock._scripts.batched`): one script call's overhead on the server for the
-    batch. On a cluster the claims go one write per node, the nodes in parallel
-    (`cronlock._nodes`); a claim redirected there is sent again alone.
+    others still count). On a cluster the claims go one write per node, the nodes in
+    parallel (`cronlock._nodes`); a claim redirected there is sent again alone.
 
     With ``replication``, a ``WAIT`` ends the pipeline: it runs on the connection that
     sent the claims, so its count (in each reply's ``replicas``) is of replicas that
@@ -168,14 +165,7 @@ def claim_calls(
     wait = None if replication is None else (replication.replicas, replication.timeout_ms)
     if isinstance(client, RedisCluster):
         wait = None  # refused by check_replication; a claim batch is per node there
-        results = run_many(client, CLAIM, calls)
-    elif len(calls) > 1:  # one EVALSHA for the batch: the server's cost per claim falls
-        sent = run_many(client, CLAIM_BATCHED, [batch_call(calls)], wait)
-        batch = sent[0]
-        results = [batch] * len(calls) if isinstance(batch, Exception) else list(batch)
-        results += sent[1:]  # the WAIT's reply, if any
-    else:
-        results = run_many(client, CLAIM, calls, wait)
+    results = run_many(client, CLAIM, calls, wait)
     if wait is None:
         return [r if isinstance(r, Exception) else decode_claim(r) for r in results]
     acked = results.pop()
@@ -192,9 +182,24 @@ def renew(client: Any, state_key: str, slot_ms: int, owner: str, lease_ms: int) 
     return int(reply[1]) if text(reply[0]) == "ok" else None
 
 
-def finish(client: Any, *args: Any, **kwargs: Any) -> bool:
-    """Record a run's end, given `finish_call`'s arguments; False when no longer ours."""
-    return finish_once(client, finish_call(*args, **kwargs))
+def finish(
+    client: Any,
+    state_key: str,
+    slot_ms: int,
+    owner: str,
+    outcome: str,
+    *,
+    history: HistoryOptions = NO_HISTORY,
+    info: Optional[FinishInfo] = None,
+    wake: Optional[tuple[str, str]] = None,
+) -> bool:
+    """Record a run's end ("done", "failed" or "handover"); False when no longer ours.
+
+    ``wake``: the events channel and the message the script publishes when a replica
+    told ``taken`` asked to hear of this finish.
+    """
+    call = finish_call(state_key, slot_ms, owner, outcome, history=history, info=info, wake=wake)
+    return finish_once(client, call)
 
 
 def finish_once(client: Any, call: Call) -> bool:
@@ -234,11 +239,7 @@ def finish_call(
     info: Optional[FinishInfo] = None,
     wake: Optional[tuple[str, str]] = None,
 ) -> Call:
-    """The finish script's KEYS and ARGV: a run's end ("done", "failed" or "handover").
-
-    ``wake``: the events channel and the message the script publishes when a replica
-    told ``taken`` asked to hear of this finish.
-    """
+    """The finish script's KEYS and ARGV (see `finish`)."""
     if not history.enabled and wake is None:
         return [state_key], [slot_ms, owner, outcome]
     i = info or FinishInfo()
