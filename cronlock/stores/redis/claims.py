@@ -182,24 +182,9 @@ def renew(client: Any, state_key: str, slot_ms: int, owner: str, lease_ms: int) 
     return int(reply[1]) if text(reply[0]) == "ok" else None
 
 
-def finish(
-    client: Any,
-    state_key: str,
-    slot_ms: int,
-    owner: str,
-    outcome: str,
-    *,
-    history: HistoryOptions = NO_HISTORY,
-    info: Optional[FinishInfo] = None,
-    wake: Optional[tuple[str, str]] = None,
-) -> bool:
-    """Record a run's end ("done", "failed" or "handover"); False when no longer ours.
-
-    ``wake``: the events channel and the message the script publishes when a replica
-    told ``taken`` asked to hear of this finish.
-    """
-    call = finish_call(state_key, slot_ms, owner, outcome, history=history, info=info, wake=wake)
-    return finish_once(client, call)
+def finish(client: Any, *args: Any, **kwargs: Any) -> bool:
+    """Record a run's end, given `finish_call`'s arguments; False when no longer ours."""
+    return finish_once(client, finish_call(*args, **kwargs))
 
 
 def finish_once(client: Any, call: Call) -> bool:
@@ -239,7 +224,11 @@ def finish_call(
     info: Optional[FinishInfo] = None,
     wake: Optional[tuple[str, str]] = None,
 ) -> Call:
-    """The finish script's KEYS and ARGV (see `finish`)."""
+    """The finish script's KEYS and ARGV: a run's end ("done", "failed" or "handover").
+
+    ``wake``: the events channel and the message the script publishes when a replica
+    told ``taken`` asked to hear of this finish.
+    """
     if not history.enabled and wake is None:
         return [state_key], [slot_ms, owner, outcome]
     i = info or FinishInfo()
