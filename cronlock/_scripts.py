@@ -61,7 +61,7 @@ class Script:
         parts = [
             b"*%d\r\n" % (3 + len(keys) + len(args)),
             self._head,
-            b"$%d\r\n%d\r\n" % (len(str(len(keys))), len(keys)),
+            _wire.bulk(b"%d" % len(keys)),
         ]
         for key in keys:
             data = key.encode("utf-8")
