@@ -137,3 +137,33 @@ def test_a_claim_won_while_stopping_is_handed_over_not_run(client: redis.Redis) 
     state = _state(client, prefix)
     assert state["status"] == "running"  # handed over, not finished: another replica runs it
     assert int(state["lease"]) <= int(client.time()[0]) * 1000 + 1000
+
+
+def test_a_slot_handed_over_before_its_boundary_starts_at_the_boundary(
+    client: redis.Redis,
+) -> None:
+    """Another replica won the slot early and handed it over before the boundary (its
+    worker was recycled): this runner takes it over at once, yet the handler still waits
+    for the boundary (it once started up to the spread window early)."""
+    prefix = f"lead-e-{id(client)}"
+    other = ClaimRequest(
+        job_key(prefix, "job"), SLOT_MS, "other", 30_000, 3, "skip", "elsewhere:1:x"
+    )
+    assert claim(client, other).status == "won"
+    runs: list[Any] = []
+    clock = FakeClock(EARLY)
+    runner = _runner(client, prefix, clock, runs).start()
+    try:
+        wait_until(lambda: runner.statistics().claims_lost == 1, timeout=5)  # told "taken"
+        assert finish(client, other.state_key, SLOT_MS, "other", "handover")
+        runner.store.publish({"type": "handover", "key": "job", "slot": SLOT_MS})
+        wait_until(lambda: _state(client, prefix).get("attempt") == "2", timeout=5)  # ours now
+        threading.Event().wait(0.1)  # the worker is waiting; the fake clock has not moved
+        assert runs == []
+        clock.set(T0 + 10)
+        wait_until(lambda: runs, timeout=5)
+    finally:
+        runner.stop(timeout=5)
+    [(slot, attempt, started)] = runs
+    assert (slot, attempt) == (SLOT_MS, 2)
+    assert started >= T0 + 10
