@@ -321,8 +321,7 @@ class Scheduler:
         self._run_of(entry, reply, sent_at).handover()
 
     def _run_of(self, entry: Entry, reply: ClaimReply, sent_at: float) -> Run:
-        """The run a won claim starts; it waits for the slot's boundary if that is ahead
-        (a re-check wins early too when the slot was handed over before its boundary)."""
+        """The run a won claim starts (an early one waits for its boundary)."""
         return Run(
             self.host,
             entry.job,
@@ -331,7 +330,7 @@ class Scheduler:
             fence=reply.fence,
             sent_at=sent_at,
             slot_ms=entry.slot_ms,
-            start_ms=max(entry.start_ms if entry.early else 0, entry.slot_ms),
+            start_ms=entry.start_ms if entry.early else 0,
             on_end=self.run_ended,
         )
 

@@ -215,6 +215,9 @@ class SlotQueue:
             if entry.kind == "watch" and self.settled.get(job.key, -1) >= entry.slot_ms:
                 self.stats.add("rechecks_skipped")
                 continue
+            if entry.kind == "watch":  # handed over before its boundary: its run waits
+                entry.start_ms = entry.slot_ms
+                entry.early = entry.slot_ms > now_ms
             if entry.kind == "slot" and self._yields(entry, now_ms):
                 continue
             if entry.kind == "slot":
