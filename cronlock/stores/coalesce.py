@@ -11,10 +11,12 @@ own reply or its own exception, so what a call returns does not change.
 
 from __future__ import annotations
 
-import os
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, Generic, TypeVar
+
+from cronlock import _forksafe
 
 T = TypeVar("T")
 
@@ -36,18 +38,18 @@ class Coalescer(Generic[T]):
 
     def __init__(self, send: SendBatch[T]) -> None:
         self._send = send
-        self._reset()
+        self.after_fork_in_child()
+        _LIVE.add(self)
 
-    def _reset(self) -> None:
+    def after_fork_in_child(self) -> None:
+        """Start empty, with a new lock: the parent's may have been held at the fork, and
+        its queued calls are the parent's threads'."""
         self._cond = threading.Condition(threading.Lock())
         self._queue: list[_Waiting] = []
         self._sending = False
-        self._pid = os.getpid()
 
     def call(self, call: T) -> Any:
         """This call's reply, sent in the next batch; raises the exception in its place."""
-        if self._pid != os.getpid():  # a forked child: the parent's lock may be held
-            self._reset()
         mine = _Waiting(call)
         with self._cond:
             self._queue.append(mine)
@@ -79,3 +81,14 @@ class Coalescer(Generic[T]):
                 waiting.answered = True
             self._sending = False
             self._cond.notify_all()
+
+
+_LIVE: weakref.WeakSet[Coalescer[Any]] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for coalescer in list(_LIVE):
+        coalescer.after_fork_in_child()
+
+
+_forksafe.on_fork(_forksafe.Phase.STATE, after_in_child=_after_fork_in_child)
