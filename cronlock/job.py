@@ -72,6 +72,9 @@ class Job:
         # This runner won the job's latest claimed slot: it claims the next one last
         # within the spread window, so the other replicas get their turn.
         self.won_last = False
+        # The latest slot whose claim here found another replica's claim (taken, done,
+        # stale): while that is recent, claims read the state first (see PROBE_FOR_MS).
+        self.lost_slot_ms: Optional[int] = None
         # A worker's time on this job's last run (ms), or None: what a claim of it costs
         # the runner's capacity (see the scheduler's CLAIM_HORIZON_MS).
         self.busy_ms: Optional[float] = None

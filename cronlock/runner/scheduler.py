@@ -24,9 +24,10 @@ from cronlock.observers import notify
 from cronlock.outcomes import ClaimStatus
 from cronlock.runner.decisions import Action, Decision, decide
 from cronlock.runner.host import RunnerHost
+from cronlock.runner.requests import lately_lost, note_reply, read_first, slot_claim
 from cronlock.runner.run import Run
-from cronlock.runner.slots import Budget, Entry, SlotQueue, rechecks_first
-from cronlock.stores.types import ClaimReply, Replication, SlotClaim
+from cronlock.runner.slots import Budget, Entry, SlotQueue
+from cronlock.stores.types import ClaimReply, Replication
 
 logger = logging.getLogger("cronlock")
 
@@ -143,14 +144,22 @@ class Scheduler:
         """Claim every entry of ``batch`` (one round trip per chunk) and act on each reply."""
         with self.cond:
             claims = self.slots.to_claim(batch, now_ms)
-            if not inline:
+            if not inline and any(lately_lost(entry) for entry in claims):
+                # read the waiting claims in the same round trip: most went elsewhere
+                claims = self.slots.take_backlog(lately_lost) + claims
+        sent_at = monotonic()
+        host = self.host
+        claims, read = read_first(host.store, claims, host.holder, host.retention)
+        if not inline:
+            with self.cond:
                 claims = self.slots.within_capacity(claims, len(self.running), self.budget())
         rechecks = sum(1 for entry in claims if entry.kind == "watch")
+        rechecks += sum(1 for entry, _ in read if entry.kind == "watch")
         if rechecks:
-            self.host.stats.add("rechecks", rechecks)
+            host.stats.add("rechecks", rechecks)
         # Every claim first, then the runs: starting handlers between chunks would let the
         # worker threads compete with the claims for the GIL (10,000 jobs due together).
-        answered: list[tuple[Entry, ClaimReply, float]] = []
+        answered = [(entry, reply, sent_at) for entry, reply in read]
         for start in range(0, len(claims), CLAIM_BATCH):
             chunk = claims[start : start + CLAIM_BATCH]
             # Lease deadlines run on the monotonic clock, not the injected one.
@@ -162,27 +171,14 @@ class Scheduler:
             self.on_reply(entry, reply, inline, sent_at) for entry, reply, sent_at in answered
         )
 
-    def _request(self, entry: Entry) -> SlotClaim:
-        job = entry.job
-        options = job.options
-        return SlotClaim(
-            job.key,
-            entry.slot_ms,
-            entry.owner,
-            options.ttl_ms,
-            options.max_attempts,
-            options.overlap,
-            self.host.holder,
-            self.host.retention,
-            recheck=entry.kind == "watch",
-            wake=rechecks_first(entry),
-        )
-
     def claim(self, entries: list[Entry], now_ms: int) -> list[Optional[ClaimReply]]:
         """Send the claims; on a store error the job does not run (fail closed)."""
         store = self.host.store
         try:
-            replies = store.claim_slots([self._request(e) for e in entries], self.replication)
+            replies = store.claim_slots(
+                [slot_claim(e, self.host.holder, self.host.retention) for e in entries],
+                self.replication,
+            )
         except store.errors as exc:
             replies = [exc] * len(entries)
         out: list[Optional[ClaimReply]] = []
@@ -210,6 +206,7 @@ class Scheduler:
         job = entry.job
         if entry.kind == "claim":  # a scheduled slot's own claim (not a re-check)
             job.won_last = decision.action is Action.START
+            note_reply(job, entry.slot_ms, reply.status)
             if reply.status in RECORDED:  # the store now holds this slot, not older ones
                 with self.cond:
                     self.slots.settle(job.key, entry.slot_ms - 1)

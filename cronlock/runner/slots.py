@@ -22,7 +22,7 @@ import logging
 import random
 import secrets
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Optional
@@ -271,6 +271,13 @@ class SlotQueue:
         self.backlog.extend(wait)
         logger.debug("cronlock: %d claim(s) wait for a free worker", len(wait))
         return send
+
+    def take_backlog(self, wanted: Callable[[Entry], bool]) -> list[Entry]:
+        """Remove the backlog's entries for which ``wanted`` holds; them, in order."""
+        taken = [entry for entry in self.backlog if wanted(entry)]
+        if taken:
+            self.backlog = deque(entry for entry in self.backlog if not wanted(entry))
+        return taken
 
     def from_backlog(
         self, now_ms: int, running: int, budget: Optional[Budget] = None

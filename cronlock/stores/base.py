@@ -76,6 +76,12 @@ class Store(Protocol):
         """Claim every slot in one round trip; an error in place of a failed one's reply.
         Raises one of `errors` when none was sent."""
 
+    def read_claims(self, claims: Sequence[SlotClaim]) -> list[Optional[ClaimReply]]:
+        """The replies the stored states already give, read in one round trip, where the
+        claim would write nothing (``taken``, ``done``, ``stale``, ``paused``); None where
+        the claim must be sent. A store without cheap reads answers None for each.
+        Raises one of `errors` when the read failed."""
+
     def state_location(self, key: str) -> str:
         """Where job ``key``'s state lives, for messages (e.g. ``"key 'P:job:{K}'"``)."""
 

@@ -147,6 +147,11 @@ class SqlClaimPath:
             )
         return None
 
+    def read_claims(self, claims: Sequence[SlotClaim]) -> list[Optional[ClaimReply]]:
+        """None for each: a claim here is one statement already, and a loser's writes
+        nothing."""
+        return [None] * len(claims)
+
     def claim_slots(
         self, claims: Sequence[SlotClaim], replication: Optional[Replication] = None
     ) -> list[Union[ClaimReply, BaseException]]:
