@@ -26,7 +26,7 @@ from cronlock.runner.decisions import Action, Decision, decide
 from cronlock.runner.host import RunnerHost
 from cronlock.runner.requests import lately_lost, note_reply, read_first, slot_claim
 from cronlock.runner.run import Run
-from cronlock.runner.slots import Budget, Entry, SlotQueue
+from cronlock.runner.slots import Budget, Entry, RunTimes, SlotQueue
 from cronlock.stores.types import ClaimReply, Replication
 
 logger = logging.getLogger("cronlock")
@@ -80,6 +80,7 @@ class Scheduler:
         self.replication = replication
         self.slots = SlotQueue(host.stats, max_workers)
         self.running: set[Run] = set()
+        self.run_times = RunTimes()
         self.thread: Optional[threading.Thread] = None
         self.pool: Optional[ThreadPoolExecutor] = None
         self.last_wake: Optional[float] = (
@@ -361,13 +362,14 @@ class Scheduler:
 
     def budget(self) -> Budget:
         """What a claim batch may hold beyond the idle workers (under ``cond``)."""
-        return Budget(CLAIM_HORIZON_MS)
+        return Budget(CLAIM_HORIZON_MS, self.run_times.longest())
 
     def run_ended(self, run: Run) -> None:
         with self.cond:
             self.running.discard(run)
             if run.busy_s is not None:
                 run.job.busy_ms = run.busy_s * 1000
+                self.run_times.add(run.job.busy_ms)
             if self.slots.backlog:
                 # A worker is free for a waiting claim. (While the scheduler is busy this
                 # is a no-op, so under load the waiting claims still go out in batches.)

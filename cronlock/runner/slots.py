@@ -64,18 +64,23 @@ class Entry:
 class Budget:
     """Worker time (ms) each idle worker may take on beyond its own claim in one batch.
 
-    A claim costs its job's last run here (``Job.busy_ms``); a job that never ran here
+    A claim costs its job's last run here (``Job.busy_ms``). A job that never ran here
+    costs ``unknown_ms``, the longest of this runner's latest runs (`RunTimes`), so a
+    burst of new short jobs goes out in a few batches; before any run ended here it
     ends the extension: its run could keep a worker for any time. Busy workers add
     nothing: their runs may last any time too.
     """
 
     ms_per_worker: float
+    unknown_ms: Optional[float] = None
 
     def fits(self, entries: list[Entry], idle: int) -> int:
         """How many of ``entries``, in order, ``idle`` workers take on within the budget."""
         left = self.ms_per_worker * idle
         for n, entry in enumerate(entries):
             cost = entry.job.busy_ms
+            if cost is None:
+                cost = self.unknown_ms
             if cost is None:
                 return n
             left -= max(cost, MIN_RUN_MS)
@@ -86,6 +91,19 @@ class Budget:
 
 # A run is never expected to take less than this (a budget stays finite).
 MIN_RUN_MS = 0.1
+
+
+class RunTimes:
+    """A worker's time (ms) on each of this runner's latest runs, whatever the job."""
+
+    def __init__(self, keep: int = 32) -> None:
+        self._latest: deque[float] = deque(maxlen=keep)
+
+    def add(self, ms: float) -> None:
+        self._latest.append(ms)
+
+    def longest(self) -> Optional[float]:
+        return max(self._latest, default=None)
 
 
 def due_slot(job: Job, slot_ms: int, now_ms: int) -> Optional[int]:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from cronlock._stats import StatsCounter
-from cronlock.runner.slots import Budget, Entry, SlotQueue
+from cronlock.runner.slots import Budget, Entry, RunTimes, SlotQueue
 
 
 def _entries(*busy_ms: Optional[float]) -> list[Entry]:
@@ -35,7 +35,8 @@ def test_short_runs_that_fit_the_horizon_join_the_batch() -> None:
 
 
 def test_a_job_that_never_ran_here_ends_the_extension() -> None:
-    """Its run could keep a worker for any time: nothing behind it joins the batch."""
+    """Before any run ended here, its run could keep a worker for any time: nothing
+    behind it joins the batch."""
     assert Budget(10).fits(_entries(1.0, None, 1.0), idle=1) == 1
     assert Budget(10).fits(_entries(0.0, 0.0), idle=1) == 2  # a run costs at least MIN_RUN_MS
 
@@ -55,3 +56,21 @@ def test_the_backlog_is_drained_by_the_budget_too() -> None:
     queue.within_capacity(claims, running=1)  # no idle worker: all wait
     assert queue.from_backlog(0, 0, Budget(10)) == claims[:3]
     assert list(queue.backlog) == claims[3:]
+
+
+def test_a_job_that_never_ran_here_costs_the_runners_longest_latest_run() -> None:
+    """Once runs ended here, a new job is taken to cost the longest of the latest 32."""
+    times = RunTimes()
+    assert times.longest() is None
+    for ms in (1.0, 4.0, 2.0):
+        times.add(ms)
+    budget = Budget(10, times.longest())
+    assert budget.fits(_entries(None, None, None, None), idle=1) == 2  # 4 + 4, not a third
+    assert budget.fits(_entries(1.0, None, 1.0, 1.0), idle=1) == 4
+
+
+def test_only_the_latest_runs_count() -> None:
+    times = RunTimes(keep=2)
+    for ms in (500.0, 1.0, 2.0):
+        times.add(ms)
+    assert times.longest() == 2.0
