@@ -19,6 +19,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parent / "docs" / "assets" / "bench-scale.png"
 COLOURS = {"before": "#9e9e9e", "after": "#1565c0", "cronlock": "#1565c0", "naive": "#ef6c00"}
+# Where each fleet's figures sit beside its points (offset points), so close lines'
+# labels do not overwrite each other: before above, after below, naive to the left.
+LABEL_AT = {"before": (4, 5), "after": (4, -12), "cronlock": (4, -12), "naive": (-26, 5)}
 
 
 def plot(result: dict[str, Any], out: Path) -> None:
@@ -43,7 +46,11 @@ def plot(result: dict[str, Any], out: Path) -> None:
             ax.plot(xs, ys, marker="o", color=COLOURS.get(fleet, "#000000"), label=fleet)
             for x, y in line:
                 ax.annotate(
-                    f"{y:.0f}", (x, y), xytext=(4, 4), textcoords="offset points", fontsize=8
+                    f"{y:.0f}",
+                    (x, y),
+                    xytext=LABEL_AT.get(fleet, (4, 4)),
+                    textcoords="offset points",
+                    fontsize=8,
                 )
         ax.set_title(f"{j:,} jobs at 1 s", fontsize=10)
         ax.set_xlabel("replicas")

@@ -74,3 +74,14 @@ def test_only_the_latest_runs_count() -> None:
     for ms in (500.0, 1.0, 2.0):
         times.add(ms)
     assert times.longest() == 2.0
+
+
+def test_waiting_claims_can_be_taken_out_of_the_backlog_in_order() -> None:
+    """The scheduler reads a fleet's waiting claims with the batch it reads anyway."""
+    queue = SlotQueue(StatsCounter(), max_workers=1)
+    claims = _entries(1.0, 1.0, 1.0, 1.0)
+    queue.within_capacity(claims, running=0)  # one goes, three wait
+    taken = queue.take_backlog(lambda entry: entry.job.key != "j2")
+    assert taken == [claims[1], claims[3]]
+    assert list(queue.backlog) == [claims[2]]
+    assert queue.take_backlog(lambda entry: False) == []
