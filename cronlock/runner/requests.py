@@ -58,11 +58,9 @@ def read_first(
 ) -> tuple[list[Entry], list[tuple[Entry, ClaimReply]]]:
     """(the entries still to claim; those the store's reads answered).
 
-    Only entries of jobs lost within ``PROBE_FOR_MS`` are read. After a read the entries
-    left start at a random one (in order from there, round): replicas that read the same
-    free slots at once claim different ones first, instead of all racing for the first
-    few their capacity allows. When the read fails the claims go out as they would
-    have, in order: their own errors are then reported.
+    Only entries of jobs lost within ``PROBE_FOR_MS`` are read. After a read, the entries
+    left of each slot start at a random one of them (`spread`). When the read fails the
+    claims go out as they would have, in order: their own errors are then reported.
     """
     probed = [e for e in entries if lately_lost(e)]
     if not probed:
@@ -77,9 +75,27 @@ def read_first(
         return entries, []
     answered = [(e, r) for e, r in zip(probed, replies) if r is not None]
     done = {id(e) for e, _ in answered}
-    left = [e for e in entries if id(e) not in done]
-    turn = random.randrange(len(left)) if left else 0
-    return left[turn:] + left[:turn], answered
+    return spread([e for e in entries if id(e) not in done]), answered
+
+
+def spread(entries: list[Entry]) -> list[Entry]:
+    """``entries`` with each run of one slot's entries started at a random one of them
+    (in order from there, round); the slots keep their order.
+
+    Replicas that read the same free slots at once then claim different ones first,
+    instead of all racing for the first few their capacity allows, while a claim that
+    waited longer (an older slot) still goes first.
+    """
+    out: list[Entry] = []
+    start = 0
+    while start < len(entries):
+        end = start
+        while end < len(entries) and entries[end].slot_ms == entries[start].slot_ms:
+            end += 1
+        turn = random.randrange(start, end)
+        out += entries[turn:end] + entries[start:turn]
+        start = end
+    return out
 
 
 def lately_lost(entry: Entry) -> bool:

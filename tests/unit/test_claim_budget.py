@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from cronlock._stats import StatsCounter
+from cronlock.runner.requests import spread
 from cronlock.runner.slots import Budget, Entry, RunTimes, SlotQueue
 
 
@@ -85,3 +86,18 @@ def test_waiting_claims_can_be_taken_out_of_the_backlog_in_order() -> None:
     assert taken == [claims[1], claims[3]]
     assert list(queue.backlog) == [claims[2]]
     assert queue.take_backlog(lambda entry: False) == []
+
+
+def test_after_a_read_each_slots_claims_start_at_a_random_one_and_slots_keep_order() -> None:
+    """Replicas that read the same free slots claim different ones first; a claim of an
+    older slot (one that waited) still goes before the newer slot's."""
+    options = SimpleNamespace(catch_up_ms=60_000, jitter_ms=0)
+    jobs: list[Any] = [SimpleNamespace(key=f"j{i}", options=options) for i in range(6)]
+    entries = [Entry(0, i, job, 0, 1000 if i < 2 else 2000, "claim") for i, job in enumerate(jobs)]
+    firsts = set()
+    for _ in range(200):
+        out = spread(entries)
+        assert sorted(e.seq for e in out[:2]) == [0, 1]  # the older slot first
+        assert [e.seq for e in out[2:]] in ([2, 3, 4, 5], [3, 4, 5, 2], [4, 5, 2, 3], [5, 2, 3, 4])
+        firsts.add(out[2].seq)
+    assert firsts == {2, 3, 4, 5}
