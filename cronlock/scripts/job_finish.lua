@@ -25,7 +25,9 @@
 --
 -- Reply: {"ok"} or {"lost"} (a successor owns the slot: nothing is overwritten).
 local key = KEYS[1]
-if redis.call('TYPE', key)['ok'] ~= 'hash' then
+-- HMGET refuses a key of another type (then nothing of ours is there): no TYPE first
+local st = redis.pcall('HMGET', key, 'slot', 'status', 'owner', 'watched')
+if st.err then
   return {'lost'}
 end
 local t = redis.call('TIME')
@@ -58,14 +60,27 @@ local function history()
   end
 end
 
-local st = redis.call('HMGET', key, 'slot', 'status', 'owner')
 if st[1] == ARGV[1] and st[2] == 'running' and st[3] == ARGV[2] then
   if outcome == 'handover' then
     redis.call('HSET', key, 'lease', now)
   else
-    redis.call('HSET', key, 'status', outcome, 'owner', '', 'lease', now, 'finished', now)
-    summary()
-    if ARGV[13] and redis.call('HGET', key, 'watched') == ARGV[1] then
+    -- the state and the summary fields in one HSET (summary() writes the same fields)
+    local fields = {'status', outcome, 'owner', '', 'lease', now, 'finished', now}
+    if outcome == 'done' then
+      for _, v in ipairs({'last_done', ARGV[1], 'done_at', now, 'failures', 0}) do
+        table.insert(fields, v)
+      end
+    elseif outcome == 'failed' then
+      for _, v in ipairs({'last_failed', ARGV[1], 'failed_at', now, 'last_error',
+          ARGV[10] or ''}) do
+        table.insert(fields, v)
+      end
+    end
+    redis.call('HSET', key, unpack(fields))
+    if outcome == 'failed' then
+      redis.call('HINCRBY', key, 'failures', 1)
+    end
+    if ARGV[13] and st[4] == ARGV[1] then
       redis.call('HDEL', key, 'watched')
       redis.call('PUBLISH', ARGV[13], ARGV[14])
     end
