@@ -34,12 +34,22 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local outcome = ARGV[3]
 
-local function summary()
+-- ``fields`` (state fields to write, maybe none) and the outcome's summary fields, in one
+-- HSET; a failure is counted too
+local function write_with_summary(fields)
+  local extra = {}
   if outcome == 'done' then
-    redis.call('HSET', key, 'last_done', ARGV[1], 'done_at', now, 'failures', 0)
+    extra = {'last_done', ARGV[1], 'done_at', now, 'failures', 0}
   elseif outcome == 'failed' then
-    redis.call('HSET', key, 'last_failed', ARGV[1], 'failed_at', now,
-      'last_error', ARGV[10] or '')
+    extra = {'last_failed', ARGV[1], 'failed_at', now, 'last_error', ARGV[10] or ''}
+  end
+  for _, v in ipairs(extra) do
+    table.insert(fields, v)
+  end
+  if #fields > 0 then
+    redis.call('HSET', key, unpack(fields))
+  end
+  if outcome == 'failed' then
     redis.call('HINCRBY', key, 'failures', 1)
   end
 end
@@ -64,22 +74,7 @@ if st[1] == ARGV[1] and st[2] == 'running' and st[3] == ARGV[2] then
   if outcome == 'handover' then
     redis.call('HSET', key, 'lease', now)
   else
-    -- the state and the summary fields in one HSET (summary() writes the same fields)
-    local fields = {'status', outcome, 'owner', '', 'lease', now, 'finished', now}
-    if outcome == 'done' then
-      for _, v in ipairs({'last_done', ARGV[1], 'done_at', now, 'failures', 0}) do
-        table.insert(fields, v)
-      end
-    elseif outcome == 'failed' then
-      for _, v in ipairs({'last_failed', ARGV[1], 'failed_at', now, 'last_error',
-          ARGV[10] or ''}) do
-        table.insert(fields, v)
-      end
-    end
-    redis.call('HSET', key, unpack(fields))
-    if outcome == 'failed' then
-      redis.call('HINCRBY', key, 'failures', 1)
-    end
+    write_with_summary({'status', outcome, 'owner', '', 'lease', now, 'finished', now})
     if ARGV[13] and st[4] == ARGV[1] then
       redis.call('HDEL', key, 'watched')
       redis.call('PUBLISH', ARGV[13], ARGV[14])
@@ -92,7 +87,7 @@ local field = 'r:' .. ARGV[2]
 local other = redis.call('HGET', key, field)
 if other and string.sub(other, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
   redis.call('HDEL', key, field)
-  summary()
+  write_with_summary({})
   history()
   return {'ok'}
 end
