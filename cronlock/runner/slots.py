@@ -292,9 +292,12 @@ class SlotQueue:
 
     def take_backlog(self, wanted: Callable[[Entry], bool]) -> list[Entry]:
         """Remove the backlog's entries for which ``wanted`` holds; them, in order."""
-        taken = [entry for entry in self.backlog if wanted(entry)]
+        taken: list[Entry] = []
+        kept: deque[Entry] = deque()
+        for entry in self.backlog:  # one pass: ``wanted`` is asked once per entry
+            (taken if wanted(entry) else kept).append(entry)
         if taken:
-            self.backlog = deque(entry for entry in self.backlog if not wanted(entry))
+            self.backlog = kept
         return taken
 
     def from_backlog(

@@ -1,14 +1,14 @@
 """Read first: a tick's claims as plain reads, so that a loser runs no script.
 
-A claim script costs the server about 10 µs even when it only answers ``taken``; the
-same answer read with a plain ``HMGET`` costs about 1.5 µs. In a fleet every replica
-claims every slot and all but one lose, so the runner asks the store to read the states
-of jobs whose slots lately went elsewhere (`RedisStore.read_claims`): each job's fields
-and the server's ``TIME``, in one round trip. A read that already says what the script
-would answer with nothing written (`answer`: ``paused``, ``stale``, ``done``,
-``taken``) is that claim's reply; the others are claimed as before. The script stays
-the only writer and judge: a read only ever spares a call that would have changed
-nothing.
+A claim script costs the server 11-13 µs even when it only answers ``taken``; the
+same answer read with a plain ``HMGET`` costs about 2 µs (``bench/server_cost.py``).
+In a fleet every replica claims every slot and all but one lose, so the runner asks the
+store to read the states of jobs whose slots lately went elsewhere
+(`RedisStore.read_claims`): each job's fields and the server's ``TIME``, in one round
+trip. A read that already says what the script would answer with nothing written
+(`answer`: ``paused``, ``stale``, ``done``, ``taken``) is that claim's reply; the others
+are claimed as before. The script stays the only writer and judge: a read only ever
+spares a call that would have changed nothing.
 """
 
 from __future__ import annotations

@@ -148,8 +148,8 @@ class SqlClaimPath:
         return None
 
     def read_claims(self, claims: Sequence[SlotClaim]) -> list[Optional[ClaimReply]]:
-        """None for each: a claim here is one statement already, and a loser's writes
-        nothing."""
+        """None for each: a claim here is one statement already, and a losing claim
+        writes nothing."""
         return [None] * len(claims)
 
     def claim_slots(
